@@ -1,0 +1,13 @@
+module github.com/rdmarun/rdmarun
+
+go 1.26.0
+
+require (
+	github.com/alecthomas/kingpin/v2 v2.4.0
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/alecthomas/units v0.0.0-20211218093645-b94a6e3cc137 // indirect
+	github.com/xhit/go-str2duration/v2 v2.1.0 // indirect
+)
