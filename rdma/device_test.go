@@ -1,0 +1,137 @@
+package rdma
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestReadSysfsDevices(t *testing.T) {
+	devs, err := ReadSysfsDevices("testdata/sysfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.MarshalIndent(devs, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "sysfs-devices.golden.json", append(got, '\n'))
+}
+
+func TestReadSysfsDevicesMissingRoot(t *testing.T) {
+	devs, err := ReadSysfsDevices("testdata/no-such-dir")
+	if err != nil || len(devs) != 0 {
+		t.Fatalf("got %v, %v; want no devices and no error on a host without RDMA", devs, err)
+	}
+}
+
+func TestSelectGID(t *testing.T) {
+	devs, err := ReadSysfsDevices("testdata/sysfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*Device{}
+	for i := range devs {
+		byName[devs[i].Name] = &devs[i]
+	}
+	for _, tc := range []struct {
+		dev       string
+		port      int
+		index     int
+		wantIndex int
+		wantGID   string
+		wantErr   string
+	}{
+		// soft-RoCE: the IPv4-mapped RoCE v2 GID beats the link-local one.
+		{dev: "rxe0", port: 1, index: AutoGIDIndex, wantIndex: 1, wantGID: "::ffff:10.0.0.1"},
+		{dev: "rxe0", port: 1, index: 0, wantIndex: 0, wantGID: "fe80::ac1e:b2ff:fe33:4455"},
+		{dev: "rxe0", port: 1, index: 2, wantErr: "port 1 has no GID at index 2 (populated: 0, 1)"},
+		// A NIC with v1 and v2 of each address: IPv4 v2 wins.
+		{dev: "mlx5_1", port: 1, index: AutoGIDIndex, wantIndex: 5, wantGID: "::ffff:192.168.10.5"},
+		{dev: "mlx5_1", port: 1, index: 4, wantIndex: 4, wantGID: "::ffff:192.168.10.5"},
+		// InfiniBand: index 0, the port GID.
+		{dev: "mlx5_0", port: 1, index: AutoGIDIndex, wantIndex: 0, wantGID: "fe80::b859:9f03:d4:1e2a"},
+		{dev: "mlx5_0", port: 2, index: AutoGIDIndex, wantErr: "port 2 has no populated GID (is the netdev up with an IP address?)"},
+	} {
+		p, err := byName[tc.dev].Port(tc.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := p.SelectGID(tc.index)
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("%s/%d index %d: error %v, want %q", tc.dev, tc.port, tc.index, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s/%d index %d: %v", tc.dev, tc.port, tc.index, err)
+			continue
+		}
+		if g.Index != tc.wantIndex || g.GID.String() != tc.wantGID {
+			t.Errorf("%s/%d index %d: got %d %s, want %d %s", tc.dev, tc.port, tc.index, g.Index, g.GID, tc.wantIndex, tc.wantGID)
+		}
+	}
+}
+
+func TestDevicePortMissing(t *testing.T) {
+	d := Device{Name: "mlx5_0", Ports: []Port{{Num: 1}, {Num: 2}}}
+	if _, err := d.Port(3); err == nil || err.Error() != "device mlx5_0 has no port 3 (ports: 1, 2)" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]float64{
+		"10 Gb/sec (1X QDR)":   10,
+		"2.5 Gb/sec (1X SDR)":  2.5,
+		"400 Gb/sec (4X NDR)":  400,
+		"":                     0,
+		"fast":                 0,
+		"10 Mb/sec (1X weird)": 0,
+	} {
+		if got := parseRate(in); got != want {
+			t.Errorf("parseRate(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestMTU(t *testing.T) {
+	for e, b := range map[int]int{1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096} {
+		if MTUBytes(e) != b {
+			t.Errorf("MTUBytes(%d) = %d, want %d", e, MTUBytes(e), b)
+		}
+		if got, err := MTUEnum(b); err != nil || got != e {
+			t.Errorf("MTUEnum(%d) = %d, %v; want %d", b, got, err, e)
+		}
+	}
+	if MTUBytes(0) != 0 || MTUBytes(6) != 0 {
+		t.Error("MTUBytes accepts an enum outside 1..5")
+	}
+	if _, err := MTUEnum(1500); err == nil {
+		t.Error("MTUEnum accepted 1500")
+	}
+}

@@ -1,0 +1,152 @@
+package rdma
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// ErrNotSupported is returned by every verbs call in a build without
+// libibverbs (see verbs_stub.go).
+var ErrNotSupported = errors.New("rdma: built without libibverbs (needs linux, cgo and libibverbs-dev; the nordma tag disables it)")
+
+// ErrNoDevice means libibverbs found no RDMA device at all.
+var ErrNoDevice = errors.New("rdma: no RDMA device found")
+
+// VerbsError is a failed verbs call. Errno keeps the kernel's answer so
+// callers can tell ENOMEM (memlock limit) from EINVAL (bad attribute).
+type VerbsError struct {
+	Op     string // the verbs call, e.g. "ibv_reg_mr"
+	Device string
+	Errno  syscall.Errno
+}
+
+func (e *VerbsError) Error() string {
+	dev := ""
+	if e.Device != "" {
+		dev = " on " + e.Device
+	}
+	msg := fmt.Sprintf("%s%s: %v (errno %d)", e.Op, dev, e.Errno, int(e.Errno))
+	if hint := errnoHint(e.Op, e.Errno); hint != "" {
+		msg += "; " + hint
+	}
+	return msg
+}
+
+func (e *VerbsError) Unwrap() error { return e.Errno }
+
+func errnoHint(op string, errno syscall.Errno) string {
+	switch {
+	case errno == syscall.ENOMEM && op == "ibv_reg_mr":
+		return "the locked-memory limit is probably too low (ulimit -l, or LimitMEMLOCK=infinity in a systemd unit)"
+	case errno == syscall.EPERM || errno == syscall.EACCES:
+		return "no permission on /dev/infiniband/uverbs*; run as root or add the user to the rdma group"
+	case errno == syscall.ETIMEDOUT:
+		return "the remote QP did not answer"
+	}
+	return ""
+}
+
+// WCStatus is a work completion status (enum ibv_wc_status).
+type WCStatus int
+
+// The statuses whose likely causes are worth naming; the others are
+// rendered by number-to-name lookup only.
+const (
+	WCSuccess         WCStatus = 0
+	WCLocLenErr       WCStatus = 1
+	WCLocQPOpErr      WCStatus = 2
+	WCLocProtErr      WCStatus = 4
+	WCWRFlushErr      WCStatus = 5
+	WCRemInvReqErr    WCStatus = 9
+	WCRemAccessErr    WCStatus = 10
+	WCRemOpErr        WCStatus = 11
+	WCRetryExcErr     WCStatus = 12
+	WCRNRRetryExcErr  WCStatus = 13
+	WCFatalErr        WCStatus = 19
+	WCRespTimeoutErr  WCStatus = 20
+	WCGeneralErr      WCStatus = 21
+	wcStatusNameCount          = 24
+)
+
+var wcStatusNames = [wcStatusNameCount]string{
+	"SUCCESS", "LOC_LEN_ERR", "LOC_QP_OP_ERR", "LOC_EEC_OP_ERR", "LOC_PROT_ERR",
+	"WR_FLUSH_ERR", "MW_BIND_ERR", "BAD_RESP_ERR", "LOC_ACCESS_ERR", "REM_INV_REQ_ERR",
+	"REM_ACCESS_ERR", "REM_OP_ERR", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR",
+	"REM_INV_RD_REQ_ERR", "REM_ABORT_ERR", "INV_EECN_ERR", "INV_EEC_STATE_ERR", "FATAL_ERR",
+	"RESP_TIMEOUT_ERR", "GENERAL_ERR", "TM_ERR", "TM_RNDV_INCOMPLETE",
+}
+
+// String returns the short name used in metrics labels and reports,
+// e.g. "RETRY_EXC_ERR".
+func (s WCStatus) String() string {
+	if s >= 0 && int(s) < len(wcStatusNames) {
+		return wcStatusNames[s]
+	}
+	return fmt.Sprintf("STATUS_%d", int(s))
+}
+
+// LikelyCause is a one-line hint at what usually produces the status.
+func (s WCStatus) LikelyCause() string {
+	switch s {
+	case WCRemAccessErr:
+		return "wrong rkey or remote address, or the remote MR lacks the access flag for this op"
+	case WCRetryExcErr:
+		return "the peer did not acknowledge: peer QP not in RTS, wrong QPN or GID, or the link is down or dropping packets"
+	case WCRNRRetryExcErr:
+		return "the peer had no receive posted (receiver not ready)"
+	case WCWRFlushErr:
+		return "the QP went to the error state after an earlier failure; look at the first error"
+	case WCLocLenErr:
+		return "the message is larger than the receive buffer or the port MTU allows"
+	case WCLocProtErr:
+		return "the local buffer is not inside a registered MR or its lkey is wrong"
+	case WCRemInvReqErr:
+		return "the peer rejected the request: op not allowed on its QP, or a length beyond its MR"
+	case WCRemOpErr:
+		return "the peer failed to carry out the operation"
+	case WCLocQPOpErr:
+		return "the local QP could not post this request (QP attributes or inline size)"
+	}
+	return ""
+}
+
+// CompletionError is a work completion that came back with an error status.
+type CompletionError struct {
+	Status      WCStatus
+	Description string // ibv_wc_status_str's text, when the verbs library was there to give it
+	VendorErr   uint32
+	Opcode      int // ibv_wc_opcode of the failed completion
+	QPN         uint32
+	Device      string
+	Iteration   uint64 // the measured iteration it failed in (warm-up counts from 0 too)
+}
+
+func (e *CompletionError) Error() string {
+	msg := fmt.Sprintf("completion error %s (status %d", e.Status, int(e.Status))
+	if e.Description != "" {
+		msg += ": " + e.Description
+	}
+	msg += fmt.Sprintf(", vendor_err 0x%x) on %s QP 0x%06x at iteration %d", e.VendorErr, e.Device, e.QPN, e.Iteration)
+	if c := e.Status.LikelyCause(); c != "" {
+		msg += "; likely cause: " + c
+	}
+	return msg
+}
+
+// StallError ends a run in which nothing completed within the stall
+// deadline. The hardware retry machinery cannot be relied on to end such a
+// run: soft-RoCE treats retry_cnt 7 as "retry forever", and on real NICs
+// timeout x retry_cnt can be tens of seconds.
+type StallError struct {
+	Waited    time.Duration
+	Waiting   string // what the loop was waiting for
+	Device    string
+	Iteration uint64
+}
+
+func (e *StallError) Error() string {
+	return fmt.Sprintf("stalled: nothing arrived for %v while waiting for %s on %s at iteration %d (peer gone, link down, or packets dropped with an unbounded retry count)",
+		e.Waited, e.Waiting, e.Device, e.Iteration)
+}

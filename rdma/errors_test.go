@@ -1,0 +1,41 @@
+package rdma
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestErrorMessages(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&VerbsError{Op: "ibv_reg_mr", Device: "rxe0", Errno: syscall.ENOMEM},
+			"ibv_reg_mr on rxe0: cannot allocate memory (errno 12); the locked-memory limit is probably too low (ulimit -l, or LimitMEMLOCK=infinity in a systemd unit)"},
+		{&VerbsError{Op: "ibv_modify_qp(RTR)", Device: "mlx5_0", Errno: syscall.EINVAL},
+			"ibv_modify_qp(RTR) on mlx5_0: invalid argument (errno 22)"},
+		{&CompletionError{Status: WCRetryExcErr, Description: "transport retry counter exceeded", QPN: 0x11, Device: "rxe1", Iteration: 42},
+			"completion error RETRY_EXC_ERR (status 12: transport retry counter exceeded, vendor_err 0x0) on rxe1 QP 0x000011 at iteration 42; likely cause: the peer did not acknowledge: peer QP not in RTS, wrong QPN or GID, or the link is down or dropping packets"},
+		{&CompletionError{Status: 99, Device: "rxe1"},
+			"completion error STATUS_99 (status 99, vendor_err 0x0) on rxe1 QP 0x000000 at iteration 0"},
+		{&StallError{Waited: 2 * time.Second, Waiting: "the peer's write to arrive", Device: "rxe0", Iteration: 7},
+			"stalled: nothing arrived for 2s while waiting for the peer's write to arrive on rxe0 at iteration 7 (peer gone, link down, or packets dropped with an unbounded retry count)"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+	if !errors.Is(&VerbsError{Op: "x", Errno: syscall.ENOMEM}, syscall.ENOMEM) {
+		t.Error("VerbsError does not unwrap to its errno")
+	}
+}
+
+func TestWCStatusNames(t *testing.T) {
+	for s, want := range map[WCStatus]string{WCSuccess: "SUCCESS", WCRemAccessErr: "REM_ACCESS_ERR", WCRetryExcErr: "RETRY_EXC_ERR", WCRNRRetryExcErr: "RNR_RETRY_EXC_ERR", WCGeneralErr: "GENERAL_ERR", 23: "TM_RNDV_INCOMPLETE", -1: "STATUS_-1"} {
+		if s.String() != want {
+			t.Errorf("%d: %q, want %q", int(s), s.String(), want)
+		}
+	}
+}
