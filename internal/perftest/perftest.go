@@ -1,0 +1,78 @@
+// Package perftest reads the text reports of perftest's latency tools
+// (ib_write_lat, ib_read_lat, ib_send_lat, ib_atomic_lat), so that
+// comparison scripts can put perftest's numbers beside the project's. Its
+// --out_json files are not valid JSON, so the human report is parsed.
+package perftest
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Latency is one result row of a perftest latency report, in microseconds
+// as perftest prints it. For write and send perftest reports half the
+// round trip; for read and atomics the whole round trip.
+type Latency struct {
+	Bytes      int
+	Iterations int
+	Min        float64
+	Max        float64
+	Typical    float64 // perftest's median
+	Avg        float64
+	Stdev      float64
+	P99        float64
+	P999       float64
+}
+
+// latencyHeader starts the line that names the columns.
+const latencyHeader = "#bytes #iterations"
+
+// ParseLatency reads every result row that follows a latency header.
+func ParseLatency(r io.Reader) ([]Latency, error) {
+	sc := bufio.NewScanner(r)
+	var out []Latency
+	inTable := false
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(text, latencyHeader) {
+			if !strings.Contains(text, "t_typical") {
+				return nil, fmt.Errorf("line %d: latency header without t_typical (duration mode reports only averages): %q", line, text)
+			}
+			inTable = true
+			continue
+		}
+		if !inTable || text == "" || strings.HasPrefix(text, "---") {
+			continue
+		}
+		f := strings.Fields(text)
+		if len(f) != 9 {
+			return nil, fmt.Errorf("line %d: want 9 columns after the latency header, got %d: %q", line, len(f), text)
+		}
+		var l Latency
+		var err error
+		if l.Bytes, err = strconv.Atoi(f[0]); err != nil {
+			return nil, fmt.Errorf("line %d: #bytes %q: %w", line, f[0], err)
+		}
+		if l.Iterations, err = strconv.Atoi(f[1]); err != nil {
+			return nil, fmt.Errorf("line %d: #iterations %q: %w", line, f[1], err)
+		}
+		for i, dst := range []*float64{&l.Min, &l.Max, &l.Typical, &l.Avg, &l.Stdev, &l.P99, &l.P999} {
+			if *dst, err = strconv.ParseFloat(f[i+2], 64); err != nil {
+				return nil, fmt.Errorf("line %d: column %d %q: %w", line, i+3, f[i+2], err)
+			}
+		}
+		out = append(out, l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no latency result in the report (did the test run to the end?)")
+	}
+	return out, nil
+}
