@@ -1,0 +1,69 @@
+// Command rdmarun runs RDMA tests: on one node through a loopback pair, and
+// (later) against a remote responder, from YAML scenarios.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// version is set at link time by the Makefile.
+var version = "dev"
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// exitError carries an exit code up to run.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	app := kingpin.New("rdmarun", "Scriptable RDMA test runner.")
+	app.UsageWriter(stdout)
+	app.ErrorWriter(stderr)
+	// kingpin would call os.Exit after --help; run must return instead.
+	helped := false
+	app.Terminate(func(int) { helped = true })
+	app.HelpFlag.Short('h')
+
+	devCmd := app.Command("devices", "List RDMA devices, ports and GID tables.")
+	devJSON := devCmd.Flag("json", "Print JSON instead of a table.").Bool()
+
+	lb := newLoopbackCmd(app)
+
+	app.Command("version", "Print the version.")
+
+	cmd, err := app.Parse(args)
+	if helped {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rdmarun: %v (see rdmarun --help)\n", err)
+		return exitInvalid
+	}
+	switch cmd {
+	case "devices":
+		err = runDevices(stdout, *devJSON)
+	case "loopback":
+		err = lb.run(stdout)
+	case "version":
+		fmt.Fprintf(stdout, "rdmarun %s\n", version)
+	}
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "rdmarun: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitAborted
+}

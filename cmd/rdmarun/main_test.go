@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func withDevices(t *testing.T, f func() ([]rdma.Device, error)) {
+	old := listDevices
+	listDevices = f
+	t.Cleanup(func() { listDevices = old })
+}
+
+func fixtureDevices() ([]rdma.Device, error) {
+	return rdma.ReadSysfsDevices("../../rdma/testdata/sysfs")
+}
+
+func TestRun(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		devices    func() ([]rdma.Device, error)
+		code       int
+		stdoutFile string // golden file for stdout
+		stderr     string // substring of stderr
+	}{
+		{name: "devices table", args: []string{"devices"}, devices: fixtureDevices, code: exitOK, stdoutFile: "devices.txt"},
+		{name: "devices json", args: []string{"devices", "--json"}, devices: fixtureDevices, code: exitOK, stdoutFile: "devices.json"},
+		{name: "no device", args: []string{"devices"}, devices: func() ([]rdma.Device, error) { return nil, nil },
+			code: exitEnvironment, stderr: "rdmarun: no RDMA device found.\nCheck, in this order:"},
+		{name: "no libibverbs", args: []string{"devices"}, devices: func() ([]rdma.Device, error) { return nil, rdma.ErrNotSupported },
+			code: exitEnvironment, stderr: "rdmarun: rdma: built without libibverbs"},
+		{name: "sysfs error", args: []string{"devices"}, devices: func() ([]rdma.Device, error) { return nil, errors.New("boom") },
+			code: exitEnvironment, stderr: "rdmarun: boom"},
+		{name: "loopback with no device", args: []string{"loopback"}, devices: func() ([]rdma.Device, error) { return nil, nil },
+			code: exitEnvironment, stderr: "no RDMA device found"},
+		{name: "loopback bad size", args: []string{"loopback", "--sizes", "2,4kb"},
+			code: exitInvalid, stderr: `rdmarun: --sizes: size "4kb" is not a whole number`},
+		{name: "loopback zero size", args: []string{"loopback", "--sizes", "0"},
+			code: exitInvalid, stderr: "rdmarun: --sizes: 0 is outside 1B..1GiB"},
+		{name: "loopback bad gid", args: []string{"loopback", "--gid-index", "x"},
+			code: exitInvalid, stderr: `rdmarun: --gid-index "x": want auto or an index`},
+		{name: "loopback bad mtu", args: []string{"loopback", "--mtu", "1500"},
+			code: exitInvalid, stderr: "rdmarun: qp: MTU 1500 is not one of 256, 512, 1024, 2048, 4096"},
+		{name: "loopback bad op", args: []string{"loopback", "--op", "teleport"},
+			code: exitInvalid, stderr: "enum value must be one of write, got 'teleport'"},
+		{name: "unknown command", args: []string{"frobnicate"}, code: exitInvalid, stderr: `expected command but got "frobnicate"`},
+		{name: "help", args: []string{"--help"}, code: exitOK},
+		{name: "version", args: []string{"version"}, code: exitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.devices != nil {
+				withDevices(t, tc.devices)
+			} else {
+				withDevices(t, func() ([]rdma.Device, error) { t.Fatal("devices listed"); return nil, nil })
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
+			}
+			if tc.stdoutFile != "" {
+				golden(t, tc.stdoutFile, stdout.Bytes())
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.stderr)
+			}
+		})
+	}
+}
