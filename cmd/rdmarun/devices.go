@@ -18,12 +18,19 @@ Check, in this order:
   - the link is up: rdma link show
 No RDMA hardware? 'make demo' runs rdmarun on soft-RoCE (rdma_rxe) inside a QEMU VM.`
 
+// noDeviceError explains, over several lines, how to find out why no
+// device shows.
+type noDeviceError struct{}
+
+func (noDeviceError) Error() string { return noDeviceHelp }
+func (noDeviceError) Unwrap() error { return rdma.ErrNoDevice }
+
 func environmentError(err error) error {
 	switch {
 	case errors.Is(err, rdma.ErrNotSupported):
 		return &exitError{exitEnvironment, err}
 	case errors.Is(err, rdma.ErrNoDevice):
-		return &exitError{exitEnvironment, errors.New(noDeviceHelp)}
+		return &exitError{exitEnvironment, noDeviceError{}}
 	}
 	return &exitError{exitEnvironment, err}
 }
