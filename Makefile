@@ -1,0 +1,87 @@
+# Build, test and demo targets. `make test` is what CI runs; `make demo`
+# runs the main job on soft-RoCE in the testbed VM (or on real hardware).
+
+GO        ?= go
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+BIN       := bin
+CACHE     := .cache
+TESTBIN   := $(CACHE)/bin
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Each testbed call boots a VM under software emulation: about 7 s plus
+# the command. These bound a whole call, hang or not.
+TESTBED_TIMEOUT ?= 900
+
+.PHONY: all build test unit nordma lint fmt-check vet staticcheck testbed-build \
+	testbed-selftest testbed-test demo compare clean
+
+all: build
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+# Everything CI checks, cheapest first.
+test: fmt-check vet unit nordma staticcheck testbed-selftest testbed-test
+
+unit:
+	$(GO) test -count=1 ./...
+
+# Every package must build without libibverbs too.
+nordma:
+	$(GO) build -tags nordma ./...
+	CGO_ENABLED=0 $(GO) build ./...
+	$(GO) vet -tags nordma ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags testbed ./...
+
+staticcheck:
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags testbed ./...
+
+lint: fmt-check vet staticcheck
+
+testbed-build:
+	testbed/build.sh
+
+# The testbed's own checks: boot, exit status, devices, real traffic,
+# timeouts, a VM killed mid-run.
+testbed-selftest: testbed-build
+	testbed/selftest.sh
+
+# Test binaries are built here, on the host, and run inside the VM against
+# the real rdma_rxe driver. The package directory is the working
+# directory, as under go test, so testdata/ is found.
+$(TESTBIN)/%.testbed.test: FORCE
+	@mkdir -p $(TESTBIN)
+	$(GO) test -c -tags testbed -o $@ ./$*
+
+testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test
+	testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma
+
+$(TESTBIN)/rdmarun: FORCE
+	@mkdir -p $(TESTBIN)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/rdmarun
+
+$(TESTBIN)/compare: FORCE
+	@mkdir -p $(TESTBIN)
+	$(GO) build -o $@ ./testbed/compare
+
+# On a host with an active RDMA device the demo runs there; otherwise in
+# the soft-RoCE VM, between rxe1 and rxe0.
+demo: $(TESTBIN)/rdmarun
+	testbed/demo.sh $(TESTBIN)/rdmarun
+
+COMPARE_ARGS ?= --sizes 2,64,1024,4096 --iters 1000 --pairs 5
+compare: testbed-build $(TESTBIN)/rdmarun $(TESTBIN)/compare
+	testbed/run.sh --timeout $(TESTBED_TIMEOUT) -- $(TESTBIN)/compare --rdmarun $(TESTBIN)/rdmarun $(COMPARE_ARGS)
+
+clean:
+	rm -rf $(BIN) $(CACHE)/bin $(CACHE)/testbed/runs
+
+FORCE:

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Self-test of the testbed: exit statuses, the rxe devices, real RDMA
+# traffic between rxe1 and rxe0, and the two failure modes (a hanging
+# command, a VM that dies). Each VM boot costs ~6 s of both cores, so the
+# checks share boots, and the two slow failure checks run side by side.
+#
+# Last line: "N passed, N failed"; the exit status is non-zero on failure.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RUN=$HERE/run.sh
+passed=0 failed=0
+ok()  { passed=$((passed + 1)); echo "ok   - $*"; }
+bad() { failed=$((failed + 1)); echo "FAIL - $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+"$HERE/build.sh" || { echo "0 passed, 1 failed"; exit 1; }
+WORK=$(mktemp -d)
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+t_all=$(date +%s)
+
+# Start run.sh in the background, capturing status, output and duration.
+# start NAME [run.sh args...]; finish NAME waits and sets rc/secs.
+start() {
+    local name=$1; shift
+    (
+        s=$(date +%s)
+        st=0
+        "$RUN" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || st=$?
+        echo "$st $(( $(date +%s) - s ))" >"$WORK/$name.rc"
+    ) &
+    pids+=($!)
+    eval "pid_$name=\$!"
+}
+finish() {
+    local name=$1 pid
+    eval "pid=\$pid_$name"
+    wait "$pid" || true
+    read -r rc secs <"$WORK/$name.rc" || { rc=none secs=0; }
+}
+has() { grep -q -- "$2" "$WORK/$1"; }
+show() { # print a run's output when a check of it failed
+    echo "  --- $1 stdout:"; sed 's/^/  | /' "$WORK/$1.out"
+    echo "  --- $1 stderr:"; sed 's/^/  | /' "$WORK/$1.err"
+}
+
+# Inside the VM: device states, perftest traffic, stream separation, and
+# facts worth knowing about the guest. Exits 7 whatever happens, so the
+# status check is independent of the rest.
+guest_script='
+for d in rxe0 rxe1; do
+    read -r st </sys/class/infiniband/$d/ports/1/state || st=missing
+    case $st in *ACTIVE*) echo "CHECK $d ACTIVE" ;; *) echo "CHECK $d state=$st" ;; esac
+done
+ib_write_lat -d rxe0 -x 1 -n 200 >/tmp/srv.log 2>&1 &
+srv=$!
+i=0
+until ib_write_lat -d rxe1 -x 1 -n 200 10.0.0.1 >/tmp/cli.log 2>&1; do
+    i=$((i + 1))
+    [ $i -lt 10 ] || break
+    sleep 0.5
+done
+if [ $i -lt 10 ] && timeout 30 tail --pid=$srv -f /dev/null; then
+    echo "CHECK perftest ok"
+    grep -E "^ *2 +200" /tmp/cli.log | sed "s/^/INFO ib_write_lat: /"
+    cat /sys/class/infiniband/rxe1/ports/1/hw_counters/sent_pkts | sed "s/^/INFO rxe1 sent_pkts: /"
+else
+    echo "CHECK perftest failed"; cat /tmp/srv.log /tmp/cli.log
+fi
+echo "INFO clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
+    "(available: $(cat /sys/devices/system/clocksource/clocksource0/available_clocksource))"
+echo "INFO ulimit -l: $(ulimit -l); uid: $(id -u); cwd: $PWD; extra env: $TB_SELFTEST"
+echo "to-stderr" >&2
+exit 7
+'
+
+# Boots 1 and 2 run together, then 3 and 4.
+start true -- true
+TESTBED_ENV="TB_SELFTEST=yes" start net -- sh -c "$guest_script"
+finish true
+check "run.sh -- true exits 0 (took ${secs} s)" [ "$rc" = 0 ]
+[ "$failed" = 0 ] || show true
+f0=$failed
+finish net
+check "exit status passes through (sh -c 'exit 7' -> $rc)" [ "$rc" = 7 ]
+check "rxe0 and rxe1 exist and are ACTIVE" eval 'has net.out "CHECK rxe0 ACTIVE" && has net.out "CHECK rxe1 ACTIVE"'
+check "ib_write_lat rxe1 -> rxe0 over the veth pair" has net.out "CHECK perftest ok"
+check "stderr kept apart from stdout, no \\r added" \
+    eval 'has net.err "^to-stderr$" && ! has net.out "to-stderr" && ! grep -q $'"'"'\r'"'"' "$WORK/net.out"'
+check "cwd and TESTBED_ENV reach the command" \
+    eval 'has net.out "cwd: $PWD; extra env: yes"'
+[ "$failed" = "$f0" ] || show net
+grep '^INFO' "$WORK/net.out" | sed 's/^INFO /  info: /' || true
+
+# A hanging command must be stopped and reported, with status 125.
+start hang --timeout 40 -- sleep 1000
+# A VM killed from outside must not look like a success.
+TESTBED_PIDFILE=$WORK/qemu.pid start kill -- sh -c 'echo started; exec sleep 1000'
+for _ in $(seq 120); do
+    has kill.out started 2>/dev/null && break
+    sleep 0.5
+done
+if has kill.out started 2>/dev/null && [ -s "$WORK/qemu.pid" ]; then
+    kill -KILL "$(cat "$WORK/qemu.pid")"
+fi
+finish kill
+f0=$failed
+check "killed VM fails with 125 and 'without a status' (got $rc)" \
+    eval '[ "$rc" = 125 ] && has kill.err "testbed: VM exited without a status"'
+[ "$failed" = "$f0" ] || show kill
+finish hang
+f0=$failed
+check "hanging command fails with 125 and a timeout message within 45 s (got $rc after $secs s)" \
+    eval '[ "$rc" = 125 ] && [ "$secs" -le 45 ] && grep -q "testbed: .*timed out" "$WORK/hang.err"'
+[ "$failed" = "$f0" ] || show hang
+
+echo "selftest took $(( $(date +%s) - t_all )) s"
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
