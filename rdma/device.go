@@ -172,6 +172,12 @@ func (p *Port) gidIndexList() string {
 // ReadSysfsDevices reads every device under root (normally SysfsRoot).
 // The active MTU is not in sysfs; the verbs build fills it in.
 func ReadSysfsDevices(root string) ([]Device, error) {
+	return readSysfsDevices(root, true)
+}
+
+// sysfsDeviceNames lists the device directories under root; none when
+// root does not exist, as on a host without RDMA.
+func sysfsDeviceNames(root string) ([]string, error) {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -179,19 +185,35 @@ func ReadSysfsDevices(root string) ([]Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	var devs []Device
+	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		d, err := readSysfsDevice(filepath.Join(root, e.Name()))
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func readSysfsDevices(root string, withGIDs bool) ([]Device, error) {
+	names, err := sysfsDeviceNames(root)
+	if err != nil {
+		return nil, err
+	}
+	var devs []Device
+	for _, name := range names {
+		d, err := readSysfsDevice(filepath.Join(root, name), withGIDs)
 		if err != nil {
 			return nil, err
 		}
 		devs = append(devs, d)
 	}
-	sort.Slice(devs, func(i, j int) bool { return devs[i].Name < devs[j].Name })
 	return devs, nil
 }
 
-func readSysfsDevice(dir string) (Device, error) {
+// readSysfsDevice reads one device. Reading the GID table through sysfs
+// costs a few file reads per slot, and ports have up to 1024 slots
+// (seconds under emulation); the verbs build reads it with one call
+// instead and passes withGIDs false.
+func readSysfsDevice(dir string, withGIDs bool) (Device, error) {
 	d := Device{
 		Name:     filepath.Base(dir),
 		NodeGUID: readTrim(dir, "node_guid"),
@@ -214,7 +236,7 @@ func readSysfsDevice(dir string) (Device, error) {
 		if err != nil {
 			continue
 		}
-		p, err := readSysfsPort(filepath.Join(dir, "ports", pe.Name()), n)
+		p, err := readSysfsPort(filepath.Join(dir, "ports", pe.Name()), n, withGIDs)
 		if err != nil {
 			return d, fmt.Errorf("reading %s port %d: %w", d.Name, n, err)
 		}
@@ -224,7 +246,7 @@ func readSysfsDevice(dir string) (Device, error) {
 	return d, nil
 }
 
-func readSysfsPort(dir string, num int) (Port, error) {
+func readSysfsPort(dir string, num int, withGIDs bool) (Port, error) {
 	p := Port{
 		Num:       num,
 		GIDs:      []GID{},
@@ -236,6 +258,9 @@ func readSysfsPort(dir string, num int) (Port, error) {
 	p.RateGbps = parseRate(p.RateText)
 	if lid, err := strconv.ParseUint(strings.TrimPrefix(readTrim(dir, "lid"), "0x"), 16, 16); err == nil {
 		p.LID = uint16(lid)
+	}
+	if !withGIDs {
+		return p, nil
 	}
 	gids, err := os.ReadDir(filepath.Join(dir, "gids"))
 	if err != nil {

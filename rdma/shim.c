@@ -6,6 +6,11 @@
 
 #include "shim.h"
 
+ssize_t rr_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max)
+{
+	return ibv_query_gid_table(ctx, entries, max, 0);
+}
+
 int rr_query_port(struct ibv_context *ctx, uint8_t port, struct rr_port_info *out)
 {
 	struct ibv_port_attr pa;

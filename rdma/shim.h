@@ -5,6 +5,7 @@
 #define RDMARUN_SHIM_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 
 struct rr_port_info {
@@ -79,6 +80,7 @@ struct rr_lat_args {
 	int stall_waiting;   // 0: the peer's write, 1: our own completions
 };
 
+ssize_t rr_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
 int rr_query_port(struct ibv_context *ctx, uint8_t port, struct rr_port_info *out);
 struct ibv_mr *rr_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access);
 struct ibv_qp *rr_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t sq, uint32_t rq,

@@ -100,11 +100,8 @@ func compare(w io.Writer, o options) error {
 		p, r := medianOf(pt), medianOf(rr)
 		fmt.Fprintf(tw, "%s\tperftest\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\t\n", units.FormatBytes(uint64(size)), p.min, p.median, p.p99, p.p999, spread(pt))
 		fmt.Fprintf(tw, "\trdmarun\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.3f\t\n", r.min, r.median, r.p99, r.p999, spread(rr), r.median/p.median)
-		if err := tw.Flush(); err != nil {
-			return err
-		}
 	}
-	return nil
+	return tw.Flush()
 }
 
 func medianOf(runs []stats) stats {
