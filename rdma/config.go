@@ -154,6 +154,9 @@ type LatencyOptions struct {
 	// StallTimeout ends the run when nothing arrives for this long; 0
 	// means 5 s.
 	StallTimeout time.Duration
+	// Threads is 1 to drive both ends from one thread, 2 (the default, 0)
+	// to answer from a second thread as a remote peer would.
+	Threads int
 }
 
 // Validate reports the first option that cannot work for an endpoint
@@ -168,6 +171,8 @@ func (o LatencyOptions) Validate(maxMessage int) error {
 		return fmt.Errorf("latency: iterations %d must be at least 1", o.Iterations)
 	case o.Warmup < 0:
 		return fmt.Errorf("latency: warm-up %d must not be negative", o.Warmup)
+	case o.Threads < 0 || o.Threads > 2:
+		return fmt.Errorf("latency: threads %d must be 1 or 2", o.Threads)
 	case o.StallTimeout < 0:
 		return fmt.Errorf("latency: stall timeout %v must not be negative", o.StallTimeout)
 	}
@@ -181,6 +186,7 @@ type LatencyResult struct {
 	Iterations int           `json:"iterations"`
 	Warmup     int           `json:"warmup"`
 	Inline     bool          `json:"inline"`
+	Threads    int           `json:"threads"`
 	Samples    []uint64      `json:"-"`       // round-trip times, ns, in order
 	RTT        Summary       `json:"rtt"`     // round trip
 	OneWay     Summary       `json:"one_way"` // RTT/2

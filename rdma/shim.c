@@ -1,6 +1,7 @@
 //go:build linux && cgo && !nordma
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -124,25 +125,35 @@ static inline int64_t now_ns(void)
 // microseconds, rarely enough that the look does not add to the latency.
 #define RR_SPIN_CHECK 1024
 
+// One thread's view of a latency run. In the threaded run each side has
+// its own thread and state, and results go to its own copy of the args;
+// rr_write_lat merges them.
 struct lat_state {
 	struct rr_lat_args *a;
 	struct ibv_send_wr wr[2];
 	struct ibv_sge sge[2];
 	uint32_t outstanding[2];
+	int owns[2]; // which sides' CQs this thread reaps
 	uint64_t iter;
+	volatile int *stop; // set by whichever thread fails first
 };
+
+static int fail(struct lat_state *s, int kind, int side)
+{
+	s->a->fail = kind;
+	s->a->fail_side = side;
+	s->a->fail_iter = s->iter;
+	*s->stop = 1;
+	return -1;
+}
 
 static int fail_wc(struct lat_state *s, int side, const struct ibv_wc *wc)
 {
-	struct rr_lat_args *a = s->a;
-	a->fail = RR_FAIL_WC;
-	a->fail_side = side;
-	a->wc_status = wc->status;
-	a->vendor_err = wc->vendor_err;
-	a->wc_opcode = wc->opcode;
-	a->wc_qpn = wc->qp_num;
-	a->fail_iter = s->iter;
-	return -1;
+	s->a->wc_status = wc->status;
+	s->a->vendor_err = wc->vendor_err;
+	s->a->wc_opcode = wc->opcode;
+	s->a->wc_qpn = wc->qp_num;
+	return fail(s, RR_FAIL_WC, side);
 }
 
 // Reaps whatever completions side has ready, without waiting.
@@ -152,11 +163,8 @@ static int reap(struct lat_state *s, int side)
 	while (s->outstanding[side] > 0) {
 		int n = ibv_poll_cq(s->a->cq[side], 8, wc);
 		if (n < 0) {
-			s->a->fail = RR_FAIL_POLL;
-			s->a->fail_side = side;
 			s->a->err_errno = -n;
-			s->a->fail_iter = s->iter;
-			return -1;
+			return fail(s, RR_FAIL_POLL, side);
 		}
 		if (n == 0)
 			return 0;
@@ -169,25 +177,34 @@ static int reap(struct lat_state *s, int side)
 	return 0;
 }
 
-static int stalled(struct lat_state *s, int side, int waiting, int64_t since)
+static int reap_owned(struct lat_state *s)
 {
-	if (now_ns() - since <= s->a->stall_ns)
-		return 0;
-	s->a->fail = RR_FAIL_STALL;
-	s->a->fail_side = side;
-	s->a->stall_waiting = waiting;
-	s->a->fail_iter = s->iter;
-	return 1;
+	for (int side = 0; side < 2; side++)
+		if (s->owns[side] && reap(s, side))
+			return -1;
+	return 0;
 }
 
-// Waits until side has fewer than want outstanding completions.
+// Checked every RR_SPIN_CHECK spins: the other thread's failure, then the
+// stall deadline.
+static int should_stop(struct lat_state *s, int side, int waiting, int64_t since)
+{
+	if (*s->stop)
+		return fail(s, RR_FAIL_STOPPED, side);
+	if (now_ns() - since <= s->a->stall_ns)
+		return 0;
+	s->a->stall_waiting = waiting;
+	return fail(s, RR_FAIL_STALL, side);
+}
+
+// Waits until side has no more than want outstanding completions.
 static int reap_until(struct lat_state *s, int side, uint32_t want)
 {
 	int64_t since = now_ns();
 	for (uint32_t spins = 0; s->outstanding[side] > want; spins++) {
 		if (reap(s, side))
 			return -1;
-		if ((spins & (RR_SPIN_CHECK - 1)) == RR_SPIN_CHECK - 1 && stalled(s, side, 1, since))
+		if ((spins & (RR_SPIN_CHECK - 1)) == RR_SPIN_CHECK - 1 && should_stop(s, side, 1, since))
 			return -1;
 	}
 	return 0;
@@ -200,19 +217,16 @@ static int post(struct lat_state *s, int side)
 		return -1;
 	int rc = ibv_post_send(s->a->qp[side], &s->wr[side], &bad);
 	if (rc) {
-		s->a->fail = RR_FAIL_POST;
-		s->a->fail_side = side;
 		s->a->err_errno = rc;
-		s->a->fail_iter = s->iter;
-		return -1;
+		return fail(s, RR_FAIL_POST, side);
 	}
 	s->outstanding[side]++;
 	return 0;
 }
 
 // Spins until the last byte of side's receive buffer reads seq. Every
-// RR_SPIN_CHECK spins it reaps both sides' completions, so that an error
-// completion ends the wait at once, and checks the stall deadline.
+// RR_SPIN_CHECK spins it reaps this thread's completions, so that an
+// error completion ends the wait at once, and checks for a stop.
 static int wait_byte(struct lat_state *s, int side, uint8_t seq)
 {
 	volatile uint8_t *p = s->a->recv_buf[side] + s->a->size - 1;
@@ -221,11 +235,11 @@ static int wait_byte(struct lat_state *s, int side, uint8_t seq)
 	while (*p != seq) {
 		if ((++spins & (RR_SPIN_CHECK - 1)) != 0)
 			continue;
-		if (reap(s, 0) || reap(s, 1))
+		if (reap_owned(s))
 			return -1;
 		if (since == 0)
 			since = now_ns();
-		else if (stalled(s, side, 0, since))
+		else if (should_stop(s, side, 0, since))
 			return -1;
 	}
 	// The payload bytes before the last one must not be read ahead of it.
@@ -233,70 +247,143 @@ static int wait_byte(struct lat_state *s, int side, uint8_t seq)
 	return 0;
 }
 
-// One round trip: side 0 writes to side 1, which answers with a write.
-static int round_trip(struct lat_state *s, uint8_t seq)
+static void init_state(struct lat_state *s, struct rr_lat_args *a, volatile int *stop)
+{
+	memset(s, 0, sizeof(*s));
+	s->a = a;
+	s->stop = stop;
+	for (int i = 0; i < 2; i++) {
+		s->sge[i].addr = (uintptr_t)a->send_buf[i];
+		s->sge[i].length = a->size;
+		s->sge[i].lkey = a->lkey[i];
+		s->wr[i].wr_id = (uint64_t)i;
+		s->wr[i].sg_list = &s->sge[i];
+		s->wr[i].num_sge = 1;
+		s->wr[i].opcode = IBV_WR_RDMA_WRITE;
+		s->wr[i].send_flags = IBV_SEND_SIGNALED;
+		if (a->size <= a->max_inline)
+			s->wr[i].send_flags |= IBV_SEND_INLINE;
+		s->wr[i].wr.rdma.remote_addr = a->raddr[i];
+		s->wr[i].wr.rdma.rkey = a->rkey[i];
+	}
+}
+
+// Consecutive sequence bytes always differ and are never 0, the value the
+// receive buffers start with, so a stale byte is never taken for an
+// arrival.
+static inline uint8_t next_seq(uint8_t seq)
+{
+	return (uint8_t)(seq % 255 + 1);
+}
+
+// The answering side of the threaded run: wait for each write, answer it.
+static void *responder_main(void *arg)
+{
+	struct lat_state *s = arg;
+	struct rr_lat_args *a = s->a;
+	uint8_t seq = 0;
+	for (uint64_t i = 0; i < a->warmup + a->iters; i++) {
+		s->iter = i;
+		seq = next_seq(seq);
+		if (wait_byte(s, 1, seq))
+			return NULL;
+		a->send_buf[1][a->size - 1] = seq;
+		if (post(s, 1) || reap(s, 1))
+			return NULL;
+	}
+	reap_until(s, 1, 0);
+	return NULL;
+}
+
+// One timed step of the requester. Single-threaded, it also plays the
+// responder: it waits for its own write to land and answers it.
+static int requester_step(struct lat_state *s, uint8_t seq, int single)
 {
 	struct rr_lat_args *a = s->a;
 	a->send_buf[0][a->size - 1] = seq;
 	if (post(s, 0))
 		return -1;
-	if (wait_byte(s, 1, seq))
-		return -1;
-	a->send_buf[1][a->size - 1] = seq;
-	if (post(s, 1))
-		return -1;
+	if (single) {
+		if (wait_byte(s, 1, seq))
+			return -1;
+		a->send_buf[1][a->size - 1] = seq;
+		if (post(s, 1))
+			return -1;
+	}
 	return wait_byte(s, 0, seq);
 }
 
 int rr_write_lat(struct rr_lat_args *a, uint64_t *samples)
 {
-	struct lat_state s;
-	memset(&s, 0, sizeof(s));
-	s.a = a;
+	volatile int stop = 0;
+	int single = !a->responder_thread;
+	struct lat_state req, resp;
+	struct rr_lat_args resp_args;
+	pthread_t thr;
+
 	a->fail = RR_OK;
 	a->done = 0;
-	for (int i = 0; i < 2; i++) {
-		s.sge[i].addr = (uintptr_t)a->send_buf[i];
-		s.sge[i].length = a->size;
-		s.sge[i].lkey = a->lkey[i];
-		s.wr[i].wr_id = (uint64_t)i;
-		s.wr[i].sg_list = &s.sge[i];
-		s.wr[i].num_sge = 1;
-		s.wr[i].opcode = IBV_WR_RDMA_WRITE;
-		s.wr[i].send_flags = IBV_SEND_SIGNALED;
-		if (a->size <= a->max_inline)
-			s.wr[i].send_flags |= IBV_SEND_INLINE;
-		s.wr[i].wr.rdma.remote_addr = a->raddr[i];
-		s.wr[i].wr.rdma.rkey = a->rkey[i];
+	init_state(&req, a, &stop);
+	req.owns[0] = 1;
+	req.owns[1] = single;
+	if (!single) {
+		resp_args = *a;
+		init_state(&resp, &resp_args, &stop);
+		resp.owns[1] = 1;
+		int rc = pthread_create(&thr, NULL, responder_main, &resp);
+		if (rc) {
+			a->err_errno = rc;
+			a->fail = RR_FAIL_THREAD;
+			return -1;
+		}
 	}
-	// Consecutive sequence bytes always differ and are never 0, the value
-	// the receive buffers start with, so a stale byte is never taken for
-	// an arrival.
+
 	uint8_t seq = 0;
-	for (uint64_t i = 0; i < a->warmup; i++) {
-		s.iter = i;
-		seq = (uint8_t)(seq % 255 + 1);
-		if (round_trip(&s, seq))
-			return -1;
-		if (reap(&s, 0) || reap(&s, 1))
-			return -1;
-	}
-	int64_t start = now_ns();
-	for (uint64_t i = 0; i < a->iters; i++) {
-		s.iter = a->warmup + i;
-		seq = (uint8_t)(seq % 255 + 1);
+	int rc = 0;
+	int64_t start = 0;
+	for (uint64_t i = 0; i < a->warmup + a->iters; i++) {
+		req.iter = i;
+		seq = next_seq(seq);
+		if (i == a->warmup)
+			start = now_ns();
 		int64_t t0 = now_ns();
-		if (round_trip(&s, seq))
-			return -1;
-		samples[i] = (uint64_t)(now_ns() - t0);
-		a->done = i + 1;
+		if (requester_step(&req, seq, single)) {
+			rc = -1;
+			break;
+		}
+		if (i >= a->warmup) {
+			samples[i - a->warmup] = (uint64_t)(now_ns() - t0);
+			a->done = i - a->warmup + 1;
+		}
 		// Reaping outside the timed part keeps the send queues from
 		// filling up, so post never waits inside a round trip.
-		if (reap(&s, 0) || reap(&s, 1))
-			return -1;
+		if (reap_owned(&req)) {
+			rc = -1;
+			break;
+		}
 	}
-	a->elapsed_ns = now_ns() - start;
-	if (reap_until(&s, 0, 0) || reap_until(&s, 1, 0))
-		return -1;
-	return 0;
+	if (rc == 0) {
+		a->elapsed_ns = now_ns() - start;
+		if (reap_until(&req, 0, 0) || (single && reap_until(&req, 1, 0)))
+			rc = -1;
+	}
+	if (!single) {
+		pthread_join(thr, NULL);
+		// The responder's own failure explains the requester's stall or
+		// stop better than the requester can.
+		if (resp_args.fail != RR_OK && resp_args.fail != RR_FAIL_STOPPED &&
+		    (a->fail == RR_OK || a->fail == RR_FAIL_STOPPED || a->fail == RR_FAIL_STALL)) {
+			a->fail = resp_args.fail;
+			a->fail_side = resp_args.fail_side;
+			a->err_errno = resp_args.err_errno;
+			a->wc_status = resp_args.wc_status;
+			a->vendor_err = resp_args.vendor_err;
+			a->wc_opcode = resp_args.wc_opcode;
+			a->wc_qpn = resp_args.wc_qpn;
+			a->fail_iter = resp_args.fail_iter;
+			a->stall_waiting = resp_args.stall_waiting;
+			rc = -1;
+		}
+	}
+	return rc;
 }

@@ -47,6 +47,8 @@ enum rr_fail {
 	RR_FAIL_POLL = 2,  // ibv_poll_cq failed
 	RR_FAIL_WC = 3,    // a completion came back with an error status
 	RR_FAIL_STALL = 4, // nothing arrived within stall_ns
+	RR_FAIL_STOPPED = 5, // the other thread failed first
+	RR_FAIL_THREAD = 6,  // the responder thread could not start; err_errno
 };
 
 // The arguments and results of rr_write_lat. Side 0 is the requester
@@ -65,6 +67,7 @@ struct rr_lat_args {
 	uint64_t warmup;
 	uint64_t iters;
 	int64_t stall_ns;
+	int responder_thread; // answer from a second thread, as a remote peer would
 
 	// Results.
 	uint64_t done;       // measured iterations completed

@@ -5,6 +5,7 @@ package rdma
 /*
 #cgo pkg-config: libibverbs
 #cgo CFLAGS: -O2 -Wall
+#cgo LDFLAGS: -lpthread
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -246,7 +247,8 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if e.qp, err = C.rr_create_rc_qp(e.pd, e.cq, C.uint32_t(cfg.SQDepth), 16, C.uint32_t(cfg.MaxInline), &gotInline); e.qp == nil {
 		return nil, verbsErr("ibv_create_qp", cfg.Device, err)
 	}
-	e.inline = int(gotInline)
+	// Drivers may round the inline size up; post inline only what was asked for.
+	e.inline = min(cfg.MaxInline, int(gotInline))
 	if rc := C.rr_qp_to_init(e.qp, C.uint8_t(cfg.Port), accessAll); rc != 0 {
 		return nil, rcErr("ibv_modify_qp(INIT)", cfg.Device, rc)
 	}
@@ -445,6 +447,9 @@ func (p *Pair) WriteLatency(opt LatencyOptions) (*LatencyResult, error) {
 	if opt.StallTimeout == 0 {
 		opt.StallTimeout = 5 * time.Second
 	}
+	if opt.Threads == 0 {
+		opt.Threads = 2
+	}
 	// The last byte carries the sequence number; zero it so the first
 	// arrival cannot be mistaken for a stale one.
 	a.RecvArea()[opt.Size-1] = 0
@@ -458,6 +463,9 @@ func (p *Pair) WriteLatency(opt LatencyOptions) (*LatencyResult, error) {
 		warmup:     C.uint64_t(opt.Warmup),
 		iters:      C.uint64_t(opt.Iterations),
 		stall_ns:   C.int64_t(opt.StallTimeout.Nanoseconds()),
+	}
+	if opt.Threads == 2 {
+		args.responder_thread = 1
 	}
 	args.qp[0], args.qp[1] = a.qp, b.qp
 	args.cq[0], args.cq[1] = a.cq, b.cq
@@ -481,6 +489,7 @@ func (p *Pair) WriteLatency(opt LatencyOptions) (*LatencyResult, error) {
 		Iterations: opt.Iterations,
 		Warmup:     opt.Warmup,
 		Inline:     opt.Size <= inline,
+		Threads:    opt.Threads,
 		Samples:    samples,
 		RTT:        rtt,
 		OneWay:     rtt.Half(),
@@ -512,6 +521,8 @@ func (p *Pair) loopError(a *C.struct_rr_lat_args, opt LatencyOptions) error {
 			Device:      side.cfg.Device,
 			Iteration:   uint64(a.fail_iter),
 		}
+	case C.RR_FAIL_THREAD:
+		return fmt.Errorf("rdma: starting the responder thread: %w", syscall.Errno(a.err_errno))
 	case C.RR_FAIL_STALL:
 		what := "the peer's write to arrive"
 		if a.stall_waiting == 1 {

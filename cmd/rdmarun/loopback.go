@@ -30,6 +30,8 @@ type loopbackCmd struct {
 	timeout    int
 	retryCnt   int
 	stall      time.Duration
+	threads    int
+	inline     int
 	asJSON     bool
 }
 
@@ -48,6 +50,8 @@ func newLoopbackCmd(app *kingpin.Application) *loopbackCmd {
 	cmd.Flag("qp-timeout", "QP local ACK timeout exponent (4.096 us * 2^n).").Default("14").IntVar(&c.timeout)
 	cmd.Flag("retry-cnt", "QP transport retry count (7 retries forever on soft-RoCE).").Default("6").IntVar(&c.retryCnt)
 	cmd.Flag("stall-timeout", "End the run when nothing arrives for this long.").Default("5s").DurationVar(&c.stall)
+	cmd.Flag("threads", "1: one thread drives both ends; 2: the responder answers from its own thread, as a remote peer would.").Default("2").IntVar(&c.threads)
+	cmd.Flag("inline", "Largest message sent inline (0: none).").Default("220").IntVar(&c.inline)
 	cmd.Flag("json", "Print JSON instead of a table.").BoolVar(&c.asJSON)
 	return c
 }
@@ -74,6 +78,12 @@ func (c *loopbackCmd) parse() ([]int, int, error) {
 	}
 	if c.iters < 1 {
 		return nil, 0, fmt.Errorf("--iters %d: want at least 1", c.iters)
+	}
+	if c.threads < 1 || c.threads > 2 {
+		return nil, 0, fmt.Errorf("--threads %d: want 1 or 2", c.threads)
+	}
+	if c.inline < 0 {
+		return nil, 0, fmt.Errorf("--inline %d: must not be negative", c.inline)
 	}
 	if c.warmup < 0 {
 		return nil, 0, fmt.Errorf("--warmup %d: must not be negative", c.warmup)
@@ -103,8 +113,8 @@ func (c *loopbackCmd) run(w io.Writer) error {
 		maxSize = max(maxSize, s)
 	}
 	pair, err := rdma.NewLoopbackPair(
-		rdma.EndpointConfig{Device: c.device, Port: c.port, GIDIndex: gid, MaxMessage: maxSize},
-		rdma.EndpointConfig{Device: c.peerDevice, Port: c.port, GIDIndex: gid, MaxMessage: maxSize},
+		rdma.EndpointConfig{Device: c.device, Port: c.port, GIDIndex: gid, MaxMessage: maxSize, MaxInline: inlineSetting(c.inline)},
+		rdma.EndpointConfig{Device: c.peerDevice, Port: c.port, GIDIndex: gid, MaxMessage: maxSize, MaxInline: inlineSetting(c.inline)},
 		attrs)
 	if err != nil {
 		return environmentError(err)
@@ -113,7 +123,7 @@ func (c *loopbackCmd) run(w io.Writer) error {
 
 	var results []*rdma.LatencyResult
 	for _, size := range sizes {
-		res, err := pair.WriteLatency(rdma.LatencyOptions{Size: size, Iterations: c.iters, Warmup: c.warmup, StallTimeout: c.stall})
+		res, err := pair.WriteLatency(rdma.LatencyOptions{Size: size, Iterations: c.iters, Warmup: c.warmup, StallTimeout: c.stall, Threads: c.threads})
 		if err != nil {
 			return &exitError{exitAborted, fmt.Errorf("write latency, %s: %w", units.FormatBytes(uint64(size)), err)}
 		}
@@ -127,6 +137,14 @@ func (c *loopbackCmd) run(w io.Writer) error {
 		}{results})
 	}
 	return printLatency(w, results)
+}
+
+// inlineSetting maps the flag's 0 ("none") to the config's negative.
+func inlineSetting(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func firstActiveDevice(port int) (string, error) {
@@ -145,6 +163,13 @@ func firstActiveDevice(port int) (string, error) {
 	return "", &exitError{exitEnvironment, errors.New("no device has an ACTIVE port " + strconv.Itoa(port) + " (see rdmarun devices)")}
 }
 
+func threadsText(n int) string {
+	if n == 1 {
+		return "one thread drives both ends"
+	}
+	return "the responder answers from its own thread"
+}
+
 func printLatency(w io.Writer, results []*rdma.LatencyResult) error {
 	if len(results) == 0 {
 		return nil
@@ -153,8 +178,8 @@ func printLatency(w io.Writer, results []*rdma.LatencyResult) error {
 	fmt.Fprintf(w, "RDMA WRITE ping-pong latency, %s port %d (GID %d, %s) -> %s port %d (GID %d), RC, path MTU %d B, busy-poll\n",
 		r0.Requester.Device, r0.Requester.Port, r0.Requester.GIDIndex, r0.Requester.GIDType,
 		r0.Responder.Device, r0.Responder.Port, r0.Responder.GIDIndex, r0.QP.MTU)
-	fmt.Fprintf(w, "QP: timeout %d, retry_cnt %d, rnr_retry %d. Times in microseconds; RTT is the round trip, one-way is RTT/2.\n\n",
-		r0.QP.Timeout, r0.QP.RetryCnt, r0.QP.RNRRetry)
+	fmt.Fprintf(w, "QP: timeout %d, retry_cnt %d, rnr_retry %d; max inline %d B; %s.\nTimes in microseconds; RTT is the round trip, one-way is RTT/2.\n\n",
+		r0.QP.Timeout, r0.QP.RetryCnt, r0.QP.RNRRetry, r0.Requester.MaxInline, threadsText(r0.Threads))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\titers\tinline\tRTT min\tRTT p50\tRTT p99\tRTT p99.9\tRTT max\tRTT mean\tstddev\tone-way p50\t")
 	for _, r := range results {
