@@ -106,9 +106,12 @@ func checkLatency(t *testing.T, r *LatencyResult, iters int) {
 // device to itself, and checks that what each side wrote arrived intact.
 func TestWriteLatencyPayload(t *testing.T) {
 	testbedDevices(t)
-	for _, tc := range []struct{ a, b string }{{"rxe1", "rxe0"}, {"rxe0", "rxe0"}} {
+	for _, tc := range []struct {
+		a, b    string
+		threads int
+	}{{"rxe1", "rxe0", 2}, {"rxe1", "rxe0", 1}, {"rxe0", "rxe0", 2}} {
 		for _, size := range []int{2, 64, 4096, 65536} {
-			t.Run(tc.a+"-"+tc.b+"-"+strconv.Itoa(size), func(t *testing.T) {
+			t.Run(tc.a+"-"+tc.b+"-threads"+strconv.Itoa(tc.threads)+"-"+strconv.Itoa(size), func(t *testing.T) {
 				p := newPair(t, tc.a, tc.b, size, QPAttrs{})
 				for _, ep := range []*Endpoint{p.Requester, p.Responder} {
 					if _, err := rand.Read(ep.SendArea()); err != nil {
@@ -119,11 +122,14 @@ func TestWriteLatencyPayload(t *testing.T) {
 				if size > 4096 {
 					iters = 30 // a 64 KiB round trip takes milliseconds under emulation
 				}
-				r, err := p.WriteLatency(LatencyOptions{Size: size, Iterations: iters, Warmup: 10})
+				r, err := p.WriteLatency(LatencyOptions{Size: size, Iterations: iters, Warmup: 10, Threads: tc.threads})
 				if err != nil {
 					t.Fatal(err)
 				}
 				checkLatency(t, r, iters)
+				if r.Threads != tc.threads {
+					t.Errorf("result says %d threads, ran %d", r.Threads, tc.threads)
+				}
 				if r.Inline != (size <= p.Requester.Info().MaxInline) {
 					t.Errorf("inline %v for size %d with max inline %d", r.Inline, size, p.Requester.Info().MaxInline)
 				}
@@ -172,13 +178,19 @@ func TestWriteLatencyEffectiveAttrs(t *testing.T) {
 // TestPeerGoneCompletionError: the responder's QP stops answering, and a
 // finite retry count ends the run with RETRY_EXC_ERR from the driver.
 func TestPeerGoneCompletionError(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		t.Run("threads"+strconv.Itoa(threads), func(t *testing.T) { peerGoneCompletionError(t, threads) })
+	}
+}
+
+func peerGoneCompletionError(t *testing.T, threads int) {
 	testbedDevices(t)
 	p := newPair(t, "rxe1", "rxe0", 64, QPAttrs{RetryCnt: 1, Timeout: 8})
 	if err := p.Responder.Fail(); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err := p.WriteLatency(LatencyOptions{Size: 64, Iterations: 10, StallTimeout: 10 * time.Second})
+	_, err := p.WriteLatency(LatencyOptions{Size: 64, Iterations: 10, StallTimeout: 10 * time.Second, Threads: threads})
 	took := time.Since(start)
 	var ce *CompletionError
 	if !errors.As(err, &ce) {
@@ -197,13 +209,19 @@ func TestPeerGoneCompletionError(t *testing.T) {
 // forever", the driver never reports an error; the loop's own deadline
 // must end the run.
 func TestPeerGoneStall(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		t.Run("threads"+strconv.Itoa(threads), func(t *testing.T) { peerGoneStall(t, threads) })
+	}
+}
+
+func peerGoneStall(t *testing.T, threads int) {
 	testbedDevices(t)
 	p := newPair(t, "rxe1", "rxe0", 64, QPAttrs{RetryCnt: 7, Timeout: 8})
 	if err := p.Responder.Fail(); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err := p.WriteLatency(LatencyOptions{Size: 64, Iterations: 10, StallTimeout: time.Second})
+	_, err := p.WriteLatency(LatencyOptions{Size: 64, Iterations: 10, StallTimeout: time.Second, Threads: threads})
 	took := time.Since(start)
 	var se *StallError
 	if !errors.As(err, &se) {
