@@ -59,6 +59,17 @@ share_ok=1
 [ -f /share/config ] || fail "no config in the run folder"
 . /share/config
 
+# The guest gets a private /tmp, but the repository (or the caller's
+# working directory) may live under the host's /tmp, as in a CI clone.
+# Keep the host's /tmp reachable and bind those folders back in place.
+mkdir -p /hosttmp
+mount --bind /host/tmp /hosttmp || fail "cannot keep the host's /tmp"
+mount -t tmpfs -o mode=1777 tmpfs /host/tmp || fail "mount /host/tmp"
+for p in $TB_TMPBINDS; do
+    mkdir -p "/host$p" && mount --bind "/hosttmp${p#/tmp}" "/host$p" ||
+        fail "cannot bind the host's $p inside the guest's /tmp"
+done
+
 # Same paths inside and out: the share appears at its host path.
 mount --bind /share "/host$TB_SHARE" || fail "cannot bind the run folder at $TB_SHARE"
 mount -t proc proc /host/proc || fail "mount /host/proc"
@@ -67,7 +78,6 @@ mount -t devtmpfs devtmpfs /host/dev || fail "mount /host/dev"
 mkdir -p /host/dev/pts /host/dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666 devpts /host/dev/pts || fail "mount /host/dev/pts"
 mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm || fail "mount /host/dev/shm"
-mount -t tmpfs -o mode=1777 tmpfs /host/tmp || fail "mount /host/tmp"
 mount -t tmpfs -o mode=755 tmpfs /host/run || fail "mount /host/run"
 
 # Command output must pass through unchanged: no \n -> \r\n.

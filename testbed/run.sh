@@ -127,6 +127,17 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
     echo "TB_TIMEOUT=$guest_timeout"
     echo "TB_VERBOSE=$(q "${TESTBED_VERBOSE:-}")"
     echo "TB_PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    # Folders under the host's /tmp that the guest's private /tmp must
+    # still show: the repository and the working directory.
+    binds=
+    for p in "$REPO" "$PWD"; do
+        case $p in "$REPO"/*) [ "$p" != "$PWD" ] || continue ;; esac
+        case $p in
+            *[[:space:]]*) die "cannot run from a path with white space under /tmp: $p" ;;
+            /tmp/*) binds="$binds $p" ;;
+        esac
+    done
+    echo "TB_TMPBINDS=\"$binds\""
 } >"$SHARE/config"
 {
     echo "cd -- $(q "$PWD") || exit 125"
