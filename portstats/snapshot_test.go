@@ -1,0 +1,256 @@
+package portstats
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output:\n--- got\n%s\n--- want\n%s", p, got, want)
+	}
+}
+
+var rxeNames = []string{
+	"ack_deferred", "completer_retry_err", "duplicate_request", "lifespan",
+	"link_downed", "out_of_seq_request", "rcvd_pkts", "rcvd_rnr_err",
+	"rcvd_seq_err", "rdma_recvs", "rdma_sends", "retry_exceeded_err",
+	"retry_rnr_exceeded_err", "send_err", "send_rnr_err", "sent_pkts",
+}
+
+func TestSnapshot(t *testing.T) {
+	tests := []struct {
+		name, root, device string
+		wantCounters       []string
+		wantHW             []string
+		spot               map[string]uint64 // "dir/name" -> value
+	}{
+		{
+			name: "rxe has only hw_counters", root: "testdata/before", device: "rxe0",
+			wantHW: rxeNames,
+			spot:   map[string]uint64{"hw_counters/rcvd_pkts": 120034, "hw_counters/lifespan": 10},
+		},
+		{
+			name: "mlx5 has both", root: "testdata/before", device: "mlx5_0",
+			wantCounters: []string{
+				"link_downed", "port_rcv_data", "port_rcv_errors", "port_rcv_packets",
+				"port_xmit_data", "port_xmit_discards", "port_xmit_packets", "symbol_error",
+			},
+			wantHW: []string{
+				"duplicate_request", "implied_nak_seq_err", "lifespan", "local_ack_timeout_err",
+				"np_cnp_sent", "out_of_buffer", "out_of_sequence", "packet_seq_err",
+				"rnr_nak_retry_err", "rp_cnp_handled",
+			},
+			spot: map[string]uint64{"counters/port_xmit_data": 1000000, "hw_counters/rp_cnp_handled": 500},
+		},
+		{
+			name: "mlx5 after", root: "testdata/after", device: "mlx5_0",
+			spot: map[string]uint64{"counters/port_xmit_data": 3621440, "hw_counters/rp_cnp_handled": 3},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			c, err := Snapshot(tt.root, tt.device, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Device != tt.device || c.Port != 1 {
+				t.Errorf("device/port = %s/%d, want %s/1", c.Device, c.Port, tt.device)
+			}
+			if c.Time.Before(start) {
+				t.Errorf("Time %v is before the call at %v", c.Time, start)
+			}
+			if len(c.Skipped) != 0 {
+				t.Errorf("Skipped = %q, want none", c.Skipped)
+			}
+			if tt.wantCounters != nil || tt.wantHW != nil {
+				if got := slices.Sorted(maps.Keys(c.Counters)); !slices.Equal(got, tt.wantCounters) {
+					t.Errorf("counters = %q, want %q", got, tt.wantCounters)
+				}
+				if got := slices.Sorted(maps.Keys(c.HWCounters)); !slices.Equal(got, tt.wantHW) {
+					t.Errorf("hw_counters = %q, want %q", got, tt.wantHW)
+				}
+			}
+			for key, want := range tt.spot {
+				dir, name, _ := strings.Cut(key, "/")
+				m := c.Counters
+				if dir == "hw_counters" {
+					m = c.HWCounters
+				}
+				if got, ok := m[name]; !ok || got != want {
+					t.Errorf("%s = %d (present %v), want %d", key, got, ok, want)
+				}
+			}
+		})
+	}
+}
+
+func TestSnapshotMissingPort(t *testing.T) {
+	tests := []struct {
+		name, device string
+		port         int
+		want         string
+		notExist     bool
+	}{
+		{
+			name: "no such port", device: "rxe0", port: 2, notExist: true,
+			want: "portstats: testdata/before/rxe0/ports/2: file does not exist; run `rdmarun devices` to list RDMA devices and their ports",
+		},
+		{
+			name: "no such device", device: "mlx9_9", port: 1, notExist: true,
+			want: "portstats: testdata/before/mlx9_9/ports/1: file does not exist; run `rdmarun devices` to list RDMA devices and their ports",
+		},
+		{
+			name: "device name escapes root", device: "../before", port: 1,
+			want: `portstats: invalid device name "../before"`,
+		},
+		{
+			name: "negative port", device: "rxe0", port: -1,
+			want: "portstats: invalid port -1 for device rxe0",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Snapshot("testdata/before", tt.device, tt.port)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
+			}
+			if got := errors.Is(err, fs.ErrNotExist); got != tt.notExist {
+				t.Errorf("errors.Is(err, fs.ErrNotExist) = %v, want %v", got, tt.notExist)
+			}
+		})
+	}
+}
+
+func TestSnapshotPortNotDirectory(t *testing.T) {
+	_, err := Snapshot("testdata/odd", "bad0", 3)
+	want := "portstats: testdata/odd/bad0/ports/3 is not a directory; run `rdmarun devices` to list RDMA devices and their ports"
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n got %v\nwant %s", err, want)
+	}
+}
+
+// failingFS answers reads of the named files with err, as drivers do for
+// counters they list but do not implement.
+type failingFS struct {
+	fs.FS
+	fail map[string]error
+}
+
+func (f failingFS) ReadFile(name string) ([]byte, error) {
+	if err, ok := f.fail[name]; ok {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	}
+	return fs.ReadFile(f.FS, name)
+}
+
+func TestSnapshotSkips(t *testing.T) {
+	fsys := failingFS{
+		FS: os.DirFS("testdata/odd"),
+		fail: map[string]error{
+			"bad0/ports/1/hw_counters/unsupported_stat": errors.New("operation not supported"),
+		},
+	}
+	c, err := snapshot(fsys, "testdata/odd", "bad0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSkipped := []string{"counters/VL15_dropped", "counters/port_rcv_errors", "hw_counters/unsupported_stat"}
+	if !slices.Equal(c.Skipped, wantSkipped) {
+		t.Errorf("Skipped = %q, want %q", c.Skipped, wantSkipped)
+	}
+	// Whitespace around a value is the file's formatting, not an error;
+	// the nested directory is not a counter.
+	if want := map[string]uint64{"port_xmit_data": 42}; !maps.Equal(c.Counters, want) {
+		t.Errorf("Counters = %v, want %v", c.Counters, want)
+	}
+	if want := map[string]uint64{"lifespan": 10, "rdma_sends": 7}; !maps.Equal(c.HWCounters, want) {
+		t.Errorf("HWCounters = %v, want %v", c.HWCounters, want)
+	}
+}
+
+func TestParseValue(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   uint64
+		wantOK bool
+	}{
+		{"0\n", 0, true},
+		{"120034\n", 120034, true},
+		{"  42 \n", 42, true},
+		{"\t7\r\n", 7, true},
+		{"18446744073709551615\n", 1<<64 - 1, true},
+		{"18446744073709551616\n", 0, false},
+		{"", 0, false},
+		{"\n", 0, false},
+		{"N/A\n", 0, false},
+		{"-1\n", 0, false},
+		{"+1\n", 0, false},
+		{"0x10\n", 0, false},
+		{"1_000\n", 0, false},
+		{"12 34\n", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Quote(tt.in), func(t *testing.T) {
+			got, err := parseValue(tt.in)
+			if (err == nil) != tt.wantOK || got != tt.want {
+				t.Errorf("parseValue(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func FuzzParseValue(f *testing.F) {
+	for _, s := range []string{"0\n", "120034\n", "  42 \n", "N/A\n", "", "-1", "18446744073709551616", "007"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseValue(s)
+		if err != nil {
+			if v != 0 {
+				t.Errorf("parseValue(%q) = %d with error %v", s, v, err)
+			}
+			return
+		}
+		// Anything accepted is a run of decimal digits inside whitespace
+		// that means the number it printed back as.
+		trimmed := strings.TrimSpace(s)
+		if strings.TrimLeft(trimmed, "0123456789") != "" {
+			t.Errorf("parseValue(%q) accepted non-digits", s)
+		}
+		if strings.TrimLeft(trimmed, "0") != strings.TrimLeft(strconv.FormatUint(v, 10), "0") {
+			t.Errorf("parseValue(%q) = %d", s, v)
+		}
+		if again, err := parseValue(" " + s + "\n"); err != nil || again != v {
+			t.Errorf("parseValue with extra whitespace = %d, %v; want %d", again, err, v)
+		}
+	})
+}
