@@ -3,6 +3,7 @@ module github.com/rdmarun/rdmarun
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/alecthomas/kingpin/v2 v2.4.0
 	golang.org/x/sys v0.50.0
 )

@@ -3,7 +3,6 @@ package rdma
 import (
 	"errors"
 	"fmt"
-	"time"
 )
 
 // EndpointConfig says where an endpoint lives and how large its queues and
@@ -17,7 +16,14 @@ type EndpointConfig struct {
 	// size.
 	MaxMessage int
 	SQDepth    int // send queue depth; 0 means 128
+	RQDepth    int // receive queue depth; 0 means 512
 	MaxInline  int // inline data requested for the QP; 0 means 220, negative means none
+	QPs        int // queue pairs, each with its own CQ and buffer slot; 0 means 1
+	QPType     QPType
+	// Channels is the number of completion channels (one per thread in
+	// event mode); QP i's CQ reports to channel i % Channels. 0: none,
+	// the loops busy-poll.
+	Channels int
 }
 
 func (c *EndpointConfig) withDefaults() EndpointConfig {
@@ -27,6 +33,12 @@ func (c *EndpointConfig) withDefaults() EndpointConfig {
 	}
 	if out.SQDepth == 0 {
 		out.SQDepth = 128
+	}
+	if out.RQDepth == 0 {
+		out.RQDepth = 512
+	}
+	if out.QPs == 0 {
+		out.QPs = 1
 	}
 	if out.MaxInline == 0 {
 		out.MaxInline = 220
@@ -50,6 +62,14 @@ func (c *EndpointConfig) Validate() error {
 		return fmt.Errorf("endpoint: max message %d bytes out of range 1..1 GiB", c.MaxMessage)
 	case c.SQDepth < 0 || c.SQDepth > 1<<15:
 		return fmt.Errorf("endpoint: send queue depth %d out of range 1..32768", c.SQDepth)
+	case c.RQDepth < 0 || c.RQDepth > 1<<15:
+		return fmt.Errorf("endpoint: receive queue depth %d out of range 1..32768", c.RQDepth)
+	case c.QPs < 0 || c.QPs > 4096:
+		return fmt.Errorf("endpoint: %d QPs out of range 1..4096", c.QPs)
+	case c.Channels < 0 || c.Channels > 4096:
+		return fmt.Errorf("endpoint: %d completion channels out of range 0..4096", c.Channels)
+	case c.QPType == UD:
+		return errors.New("endpoint: qp_type ud is not supported yet; use rc or uc")
 	}
 	return nil
 }
@@ -129,69 +149,20 @@ func (q QPAttrs) merged() QPAttrs {
 }
 
 // EndpointInfo is what the other end needs to connect to an endpoint and
-// reach its memory.
+// reach its memory. QP i's receive area is at Addr + i*Stride.
 type EndpointInfo struct {
-	Device    string  `json:"device"`
-	Port      int     `json:"port"`
-	QPN       uint32  `json:"qpn"`
-	PSN       uint32  `json:"psn"`
-	LID       uint16  `json:"lid"`
-	GID       GIDAddr `json:"gid"`
-	GIDIndex  int     `json:"gid_index"`
-	GIDType   GIDType `json:"gid_type"`
-	LinkLayer string  `json:"link_layer"`
-	RKey      uint32  `json:"-"` // a secret: whoever has it may write the memory
-	Addr      uint64  `json:"-"`
-	ActiveMTU int     `json:"active_mtu_bytes"`
-	MaxInline int     `json:"max_inline_bytes"`
-}
-
-// LatencyOptions control one latency run.
-type LatencyOptions struct {
-	Size       int
-	Iterations int
-	Warmup     int
-	// StallTimeout ends the run when nothing arrives for this long; 0
-	// means 5 s.
-	StallTimeout time.Duration
-	// Threads is 1 to drive both ends from one thread, 2 (the default, 0)
-	// to answer from a second thread as a remote peer would.
-	Threads int
-}
-
-// Validate reports the first option that cannot work for an endpoint
-// whose largest message is maxMessage.
-func (o LatencyOptions) Validate(maxMessage int) error {
-	switch {
-	case o.Size < 1:
-		return fmt.Errorf("latency: size %d bytes must be at least 1", o.Size)
-	case o.Size > maxMessage:
-		return fmt.Errorf("latency: size %d bytes exceeds the endpoint's buffer of %d bytes", o.Size, maxMessage)
-	case o.Iterations < 1:
-		return fmt.Errorf("latency: iterations %d must be at least 1", o.Iterations)
-	case o.Warmup < 0:
-		return fmt.Errorf("latency: warm-up %d must not be negative", o.Warmup)
-	case o.Threads < 0 || o.Threads > 2:
-		return fmt.Errorf("latency: threads %d must be 1 or 2", o.Threads)
-	case o.StallTimeout < 0:
-		return fmt.Errorf("latency: stall timeout %v must not be negative", o.StallTimeout)
-	}
-	return nil
-}
-
-// LatencyResult is one measured ping-pong run.
-type LatencyResult struct {
-	Op         string        `json:"op"`
-	Size       int           `json:"size_bytes"`
-	Iterations int           `json:"iterations"`
-	Warmup     int           `json:"warmup"`
-	Inline     bool          `json:"inline"`
-	Threads    int           `json:"threads"`
-	Samples    []uint64      `json:"-"`       // round-trip times, ns, in order
-	RTT        Summary       `json:"rtt"`     // round trip
-	OneWay     Summary       `json:"one_way"` // RTT/2
-	Elapsed    time.Duration `json:"elapsed_ns"`
-	QP         QPAttrs       `json:"qp"` // effective attributes
-	Requester  EndpointInfo  `json:"requester"`
-	Responder  EndpointInfo  `json:"responder"`
+	Device    string   `json:"device"`
+	Port      int      `json:"port"`
+	QPNs      []uint32 `json:"qpns"`
+	PSNs      []uint32 `json:"-"`
+	LID       uint16   `json:"lid"`
+	GID       GIDAddr  `json:"gid"`
+	GIDIndex  int      `json:"gid_index"`
+	GIDType   GIDType  `json:"gid_type"`
+	LinkLayer string   `json:"link_layer"`
+	RKey      uint32   `json:"-"` // a secret: whoever has it may write the memory
+	Addr      uint64   `json:"-"`
+	Stride    uint64   `json:"-"`
+	ActiveMTU int      `json:"active_mtu_bytes"`
+	MaxInline int      `json:"max_inline_bytes"`
 }

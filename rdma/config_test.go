@@ -1,6 +1,11 @@
 package rdma
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestEndpointConfigValidate(t *testing.T) {
 	ok := EndpointConfig{Device: "rxe0", GIDIndex: AutoGIDIndex, MaxMessage: 4096}
@@ -42,20 +47,67 @@ func TestQPAttrs(t *testing.T) {
 	}
 }
 
-func TestLatencyOptionsValidate(t *testing.T) {
+func TestSpecDefaults(t *testing.T) {
+	lat := TestSpec{Op: OpWrite}.WithDefaults()
+	if lat.Size != 2 || lat.Iterations != 1000 || lat.Warmup != 100 || lat.QPs != 1 || lat.Threads != 1 ||
+		lat.CQModeration != 1 || lat.StallTimeout != Duration(5*time.Second) || lat.QP != DefaultQPAttrs() {
+		t.Errorf("latency defaults: %+v", lat)
+	}
+	bw := TestSpec{Op: OpWrite, Measure: MeasureBandwidth}.WithDefaults()
+	if bw.Size != 65536 || bw.Iterations != 5000 || bw.Warmup != 0 || bw.TxDepth != 128 || bw.CQModeration != 100 {
+		t.Errorf("bandwidth defaults: %+v", bw)
+	}
+	if a := (TestSpec{Op: OpFetchAdd}).WithDefaults(); a.Size != 8 {
+		t.Errorf("atomic default size %d", a.Size)
+	}
+	if d := (TestSpec{Op: OpSend, Duration: Duration(time.Second)}).WithDefaults(); d.Iterations != 0 || d.Warmup != 0 {
+		t.Errorf("duration run got iterations %d, warmup %d", d.Iterations, d.Warmup)
+	}
+}
+
+func TestSpecCheck(t *testing.T) {
 	for _, tc := range []struct {
-		o    LatencyOptions
+		spec TestSpec
 		want string
 	}{
-		{LatencyOptions{Size: 2, Iterations: 1}, ""},
-		{LatencyOptions{Size: 0, Iterations: 1}, "latency: size 0 bytes must be at least 1"},
-		{LatencyOptions{Size: 8192, Iterations: 1}, "latency: size 8192 bytes exceeds the endpoint's buffer of 4096 bytes"},
-		{LatencyOptions{Size: 2}, "latency: iterations 0 must be at least 1"},
-		{LatencyOptions{Size: 2, Iterations: 1, Warmup: -1}, "latency: warm-up -1 must not be negative"},
+		{TestSpec{Op: OpWrite}, ""},
+		{TestSpec{Op: OpRead, QPType: UC}, "op read needs a response from the target, and UC has none; use qp_type rc"},
+		{TestSpec{Op: OpCmpSwap, QPType: UC}, "op cmp_swap needs a response from the target, and UC has none; use qp_type rc"},
+		{TestSpec{Op: OpSend, QPType: UD}, "qp_type ud is not supported yet; use rc or uc"},
+		{TestSpec{Op: OpFetchAdd, Size: 16}, "op fetch_add works on one 8-byte word; size must be 8, not 16"},
+		{TestSpec{Op: OpWrite, Mode: ModeEvent}, "op write, measure latency, mode event: an RDMA WRITE makes no completion at its target, so its arrival can only be seen by polling memory; use op write_imm for event mode"},
+		{TestSpec{Op: OpWrite, Mode: ModeEvent, Measure: MeasureBandwidth}, ""},
+		{TestSpec{Op: OpSend, Bidirectional: true}, "bidirectional applies to measure bandwidth only"},
+		{TestSpec{Op: OpSend, QPs: 2, Threads: 3}, "threads 3: want 1..qps (2); each thread drives at least one QP"},
+		{TestSpec{Op: OpSend, Measure: MeasureBandwidth, TxDepth: 10, CQModeration: 20}, "cq_moderation 20: want 1..tx_depth (10), or the send queue fills before a completion is asked for"},
+		{TestSpec{Op: OpSend, Size: 2 << 30}, "size 2147483648 bytes is outside 1 B..1 GiB"},
+		{TestSpec{Op: OpSend, Iterations: -1, Warmup: -2}, "iterations -1: want at least 1, or a duration; warmup -2 must not be negative"},
+		{TestSpec{Op: OpSend, QP: QPAttrs{MTU: 1500}}, "qp: MTU 1500 is not one of 256, 512, 1024, 2048, 4096"},
 	} {
-		err := tc.o.Validate(4096)
+		err := tc.spec.WithDefaults().Check()
 		if (err == nil) != (tc.want == "") || (err != nil && err.Error() != tc.want) {
-			t.Errorf("%+v: got %v, want %q", tc.o, err, tc.want)
+			t.Errorf("%+v:\n got %v\nwant %q", tc.spec, err, tc.want)
 		}
+	}
+}
+
+func TestSpecJSON(t *testing.T) {
+	in := TestSpec{Op: OpCmpSwap, Measure: MeasureBandwidth, Mode: ModeEvent, QPType: UC, Duration: Duration(1500 * time.Millisecond)}.WithDefaults()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"op":"cmp_swap","measure":"bandwidth","mode":"event","qp_type":"uc"`) || !strings.Contains(string(b), `"duration":"1.5s"`) {
+		t.Errorf("JSON %s", b)
+	}
+	var out TestSpec
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != in.String() {
+		t.Errorf("round trip:\n%s\n%s", out, in)
+	}
+	if err := json.Unmarshal([]byte(`{"op":"teleport"}`), &out); err == nil || !strings.Contains(err.Error(), `unknown op "teleport"; want one of send, send_imm, write, write_imm, read, fetch_add, cmp_swap`) {
+		t.Errorf("bad op: %v", err)
 	}
 }

@@ -150,3 +150,17 @@ func (e *StallError) Error() string {
 	return fmt.Sprintf("stalled: nothing arrived for %v while waiting for %s on %s at iteration %d (peer gone, link down, or packets dropped with an unbounded retry count)",
 		e.Waited, e.Waiting, e.Device, e.Iteration)
 }
+
+// ValidationError means data came back different from what was sent.
+type ValidationError struct {
+	Op   Op
+	QP   int // -1 when not known
+	What string
+}
+
+func (e *ValidationError) Error() string {
+	if e.QP < 0 {
+		return fmt.Sprintf("data validation failed (%s): %s", e.Op, e.What)
+	}
+	return fmt.Sprintf("data validation failed (%s, QP %d): %s", e.Op, e.QP, e.What)
+}

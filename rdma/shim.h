@@ -4,6 +4,8 @@
 #ifndef RDMARUN_SHIM_H
 #define RDMARUN_SHIM_H
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <infiniband/verbs.h>
@@ -38,60 +40,140 @@ struct rr_conn {
 	uint8_t min_rnr_timer;
 	uint8_t max_rd_atomic;
 	uint8_t max_dest_rd_atomic;
+	uint8_t uc; // unreliable connected: no ACK timers, no reads or atomics
 };
 
-// Why a measured loop stopped early.
+// Operations, measures and roles; the Go side mirrors these numbers.
+enum rr_op { RR_SEND, RR_SEND_IMM, RR_WRITE, RR_WRITE_IMM, RR_READ, RR_FETCH_ADD, RR_CMP_SWAP };
+enum rr_measure { RR_LATENCY, RR_BANDWIDTH };
+enum rr_role {
+	RR_ROLE_SEND = 1, // posts the operation
+	RR_ROLE_RECV = 2, // answers ping-pongs, or keeps receives posted
+};
+
+// Why a run stopped early.
 enum rr_fail {
 	RR_OK = 0,
-	RR_FAIL_POST = 1,  // ibv_post_send failed; err_errno holds its errno
-	RR_FAIL_POLL = 2,  // ibv_poll_cq failed
-	RR_FAIL_WC = 3,    // a completion came back with an error status
-	RR_FAIL_STALL = 4, // nothing arrived within stall_ns
-	RR_FAIL_STOPPED = 5, // the other thread failed first
-	RR_FAIL_THREAD = 6,  // the responder thread could not start; err_errno
+	RR_FAIL_POST = 1,     // ibv_post_send/recv failed; err_errno
+	RR_FAIL_POLL = 2,     // ibv_poll_cq failed
+	RR_FAIL_WC = 3,       // a completion came back with an error status
+	RR_FAIL_STALL = 4,    // nothing happened within stall_ns
+	RR_FAIL_STOPPED = 5,  // another worker failed first
+	RR_FAIL_THREAD = 6,   // a worker thread could not start; err_errno
+	RR_FAIL_EVENT = 7,    // arming or reading the completion channel failed; err_errno
+	RR_FAIL_VALIDATE = 8, // data came back different from what was sent
 };
 
-// The arguments and results of rr_write_lat. Side 0 is the requester
-// whose round trips are timed; side 1 answers each write with a write.
-struct rr_lat_args {
-	struct ibv_qp *qp[2];
-	struct ibv_cq *cq[2];
-	uint8_t *send_buf[2]; // what side i writes from
-	uint8_t *recv_buf[2]; // where side i's peer writes to
-	uint32_t lkey[2];
-	uint64_t raddr[2]; // remote address side i writes to
-	uint32_t rkey[2];
-	uint32_t size;
-	uint32_t max_inline; // post inline when size <= max_inline
-	uint32_t sq_slots;   // signaled WRs a side may have outstanding
-	uint64_t warmup;
-	uint64_t iters;
-	int64_t stall_ns;
-	int responder_thread; // answer from a second thread, as a remote peer would
+// What a worker waited for when it stalled.
+enum rr_wait { RR_WAIT_PEER_DATA, RR_WAIT_SEND_COMP, RR_WAIT_RECV_COMP };
 
-	// Results.
-	uint64_t done;       // measured iterations completed
-	int64_t elapsed_ns;  // wall time of the measured part
-	int fail;            // enum rr_fail
-	int fail_side;
+// Latency histogram: values below 2048 ns have their own bucket; above,
+// 1024 buckets per power of two, so every value is kept to within 0.1%
+// (three significant digits) up to 2^40 ns.
+#define RR_HIST_SUB 1024
+#define RR_HIST_MAX_SHIFT 30
+#define RR_HIST_BUCKETS (2 * RR_HIST_SUB + RR_HIST_MAX_SHIFT * RR_HIST_SUB)
+
+// One QP as a worker sees it.
+struct rr_qp_io {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq; // send and receive completions of this QP
+	uint8_t *sbuf;     // send area (also the local target of reads and atomics)
+	uint8_t *rbuf;     // receive area: where the peer's writes and sends land
+	uint32_t lkey;
+	uint64_t raddr; // the peer QP's receive area
+	uint32_t rkey;
+
+	// Run state and results.
+	uint64_t posted, completed; // send WRs
+	uint64_t received;          // receive completions
+	uint64_t recv_posted;
+	int64_t t_first_post, t_last_comp, t_first_recv, t_last_recv;
+	uint64_t atomic_next; // the value the remote word should hold next
+	uint8_t seq;          // ping-pong sequence byte of this QP
+	volatile uint64_t expect_recv_final; // set when the sender's count is known
+	struct rr_qp_io *peer; // loopback: the other end, to hand it the final count
+	struct ibv_send_wr *wrs; // post_list WRs, chained; filled by the worker
+	struct ibv_sge *sges;
+};
+
+struct rr_run;
+
+// One thread and the QPs it drives.
+struct rr_worker {
+	struct rr_run *run;
+	struct rr_qp_io *q;
+	int nq;
+	int role; // RR_ROLE_* bits
+	int side; // 0: requester side, 1: responder side (for error messages)
+	struct ibv_comp_channel *ch; // NULL: busy-poll
+	int cpu;                     // pin to this CPU, or -1
+	uint64_t *hist;              // RR_HIST_BUCKETS counters, or NULL
+	pthread_t thr;
+	int started;
+
+	// Latency results (exact; percentiles come from hist).
+	uint64_t n, sum, min, max;
+	double sumsq; // exact enough: 53 bits hold 10^7 samples of 10^4 us squared
+	uint64_t events; // completion events consumed (event mode)
+	int64_t t_begin, t_end; // measured part of this worker
+
+	// Failure.
+	int fail;
 	int err_errno;
 	int wc_status;
 	uint32_t vendor_err;
 	int wc_opcode;
 	uint32_t wc_qpn;
 	uint64_t fail_iter;
-	int stall_waiting;   // 0: the peer's write, 1: our own completions
+	int waiting; // enum rr_wait
+	uint64_t iter;
+};
+
+struct rr_run {
+	int op;
+	int measure;
+	uint32_t size;
+	uint32_t max_inline;
+	uint32_t tx_depth;
+	uint32_t rx_depth;
+	uint32_t cq_mod;
+	uint32_t post_list;
+	uint64_t warmup;
+	uint64_t iters;      // per QP; 0 with duration_ns
+	int64_t duration_ns; // 0: run iters
+	int64_t stall_ns;
+
+	volatile int stop;         // set by a failing worker, or by Go to end a run early
+	volatile int senders_done; // every sender of the run (or, remote, the peer) is done
+	int nsenders;              // workers of this process with RR_ROLE_SEND
+	int finished_senders;
+	int arrived; // barrier
+	struct rr_worker *w;
+	int nw;
+	int64_t t_start;
 };
 
 ssize_t rr_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
 int rr_query_port(struct ibv_context *ctx, uint8_t port, struct rr_port_info *out);
 struct ibv_mr *rr_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access);
-struct ibv_qp *rr_create_rc_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t sq, uint32_t rq,
-			       uint32_t max_inline, uint32_t *got_inline);
+struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int uc, uint32_t sq, uint32_t rq,
+			    uint32_t max_inline, uint32_t *got_inline);
 int rr_qp_to_init(struct ibv_qp *qp, uint8_t port, int access);
 int rr_qp_to_rtr(struct ibv_qp *qp, const struct rr_conn *c);
 int rr_qp_to_rts(struct ibv_qp *qp, const struct rr_conn *c);
 int rr_qp_to_err(struct ibv_qp *qp);
-int rr_write_lat(struct rr_lat_args *a, uint64_t *samples);
+int rr_post_recvs(struct ibv_qp *qp, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n);
+
+// Fills the WR templates and posts the initial receives: everything that
+// must happen before the peer is told to start.
+int rr_prepare(struct rr_run *r);
+
+// Runs every worker of r in its own thread, from one barrier, and waits
+// for all of them. Returns 0, or -1 with the first worker's failure set.
+int rr_run_workers(struct rr_run *r);
+void rr_request_stop(struct rr_run *r);
+void rr_senders_done(struct rr_run *r);
+int64_t rr_now_ns(void);
 
 #endif

@@ -7,8 +7,7 @@
 package rdma
 
 import (
-	"bytes"
-	"crypto/rand"
+	"context"
 	"errors"
 	"os/exec"
 	"regexp"
@@ -64,12 +63,12 @@ func TestTestbedDevices(t *testing.T) {
 	}
 }
 
-func newPair(t *testing.T, a, b string, maxMsg int, attrs QPAttrs) *Pair {
+func newPair(t *testing.T, a, b string, spec TestSpec) *Pair {
 	t.Helper()
-	p, err := NewLoopbackPair(
-		EndpointConfig{Device: a, GIDIndex: AutoGIDIndex, MaxMessage: maxMsg},
-		EndpointConfig{Device: b, GIDIndex: AutoGIDIndex, MaxMessage: maxMsg},
-		attrs)
+	ca, cb := PairConfig(spec,
+		EndpointConfig{Device: a, GIDIndex: AutoGIDIndex},
+		EndpointConfig{Device: b, GIDIndex: AutoGIDIndex})
+	p, err := NewLoopbackPair(ca, cb, spec.QP)
 	if err != nil {
 		t.Fatalf("NewLoopbackPair(%s, %s): %v", a, b, err)
 	}
@@ -81,156 +80,299 @@ func newPair(t *testing.T, a, b string, maxMsg int, attrs QPAttrs) *Pair {
 	return p
 }
 
-func checkLatency(t *testing.T, r *LatencyResult, iters int) {
+func run(t *testing.T, a, b string, spec TestSpec) *Result {
 	t.Helper()
-	if len(r.Samples) != iters || r.RTT.Count != iters {
-		t.Fatalf("%d samples, summary of %d, want %d", len(r.Samples), r.RTT.Count, iters)
+	p := newPair(t, a, b, spec)
+	r, err := p.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("%s: %v", spec, err)
 	}
-	for i, s := range r.Samples {
-		if s == 0 {
-			t.Fatalf("sample %d is 0 ns", i)
+	checkResult(t, r)
+	return r
+}
+
+// checkResult asserts what must hold for any successful result.
+func checkResult(t *testing.T, r *Result) {
+	t.Helper()
+	s := r.Spec
+	if s.Measure == MeasureLatency {
+		l := r.Latency
+		if l == nil {
+			t.Fatal("no latency stats")
+		}
+		if s.Duration == 0 && l.RTT.Count != s.Iterations*s.QPs {
+			t.Errorf("%d samples, want %d", l.RTT.Count, s.Iterations*s.QPs)
+		}
+		if l.RTT.Count == 0 || l.RTT.Min <= 0 {
+			t.Errorf("empty or zero latency: %+v", l.RTT)
+		}
+		if !(l.RTT.Min <= l.RTT.P50 && l.RTT.P50 <= l.RTT.P90 && l.RTT.P90 <= l.RTT.P99 && l.RTT.P99 <= l.RTT.P999 && l.RTT.P999 <= l.RTT.Max) {
+			t.Errorf("percentiles out of order: %+v", l.RTT)
+		}
+		if (l.OneWay != nil) != s.Op.OneWay() {
+			t.Errorf("one-way reported %v for %s", l.OneWay != nil, s.Op)
+		}
+		if l.OneWay != nil && l.OneWay.P50 != l.RTT.P50/2 {
+			t.Errorf("one-way p50 %v is not RTT p50 %v / 2", l.OneWay.P50, l.RTT.P50)
+		}
+		if l.Histogram.TotalCount() != int64(l.RTT.Count) {
+			t.Errorf("histogram holds %d samples, summary %d", l.Histogram.TotalCount(), l.RTT.Count)
+		}
+	} else {
+		bw := r.Bandwidth
+		want := 1
+		if s.Bidirectional {
+			want = 2
+		}
+		if bw == nil || len(bw.Directions) != want || len(bw.PerQP) != s.QPs {
+			t.Fatalf("bandwidth stats %+v, want %d directions and %d QPs", bw, want, s.QPs)
+		}
+		for _, d := range bw.Directions {
+			if s.Duration == 0 && d.Messages != uint64(s.Iterations*s.QPs) {
+				t.Errorf("%s->%s: %d messages, want %d", d.From, d.To, d.Messages, s.Iterations*s.QPs)
+			}
+			if d.Messages == 0 || d.Bytes != d.Messages*uint64(s.Size) || d.Seconds <= 0 || d.BytesPerSecond <= 0 {
+				t.Errorf("direction %+v", d)
+			}
+		}
+		for i, per := range bw.PerQP {
+			if len(per) != want || per[0].Messages == 0 {
+				t.Errorf("QP %d: %+v", i, per)
+			}
 		}
 	}
-	if !(r.RTT.Min <= r.RTT.P50 && r.RTT.P50 <= r.RTT.P99 && r.RTT.P99 <= r.RTT.Max) {
-		t.Errorf("percentiles out of order: %+v", r.RTT)
+	// A worker sleeps on the channel only when its CQ is empty; rxe often
+	// completes reads, atomics and writes within the post call itself, so
+	// only a ping-pong, which waits for the peer, must have slept.
+	if s.Mode == ModeEvent && s.Measure == MeasureLatency && s.Op.PingPong() && r.Events == 0 {
+		t.Error("event mode consumed no completion events")
 	}
-	if r.OneWay.P50 != r.RTT.P50/2 {
-		t.Errorf("one-way p50 %v is not RTT p50 %v / 2", r.OneWay.P50, r.RTT.P50)
+	if s.Mode == ModeBusyPoll && r.Events != 0 {
+		t.Errorf("busy-poll mode consumed %d events", r.Events)
 	}
 	if r.Elapsed <= 0 {
 		t.Errorf("elapsed %v", r.Elapsed)
 	}
 }
 
-// TestWriteLatencyPayload runs the ping-pong on two devices and on one
-// device to itself, and checks that what each side wrote arrived intact.
-func TestWriteLatencyPayload(t *testing.T) {
+var allOps = []Op{OpSend, OpSendImm, OpWrite, OpWriteImm, OpRead, OpFetchAdd, OpCmpSwap}
+
+// TestMatrix runs every op x measure x mode on RC between rxe1 and rxe0,
+// with data validation. The one impossible combination must be refused
+// before anything runs.
+func TestMatrix(t *testing.T) {
 	testbedDevices(t)
-	for _, tc := range []struct {
-		a, b    string
-		threads int
-	}{{"rxe1", "rxe0", 2}, {"rxe1", "rxe0", 1}, {"rxe0", "rxe0", 2}} {
-		for _, size := range []int{2, 64, 4096, 65536} {
-			t.Run(tc.a+"-"+tc.b+"-threads"+strconv.Itoa(tc.threads)+"-"+strconv.Itoa(size), func(t *testing.T) {
-				p := newPair(t, tc.a, tc.b, size, QPAttrs{})
-				for _, ep := range []*Endpoint{p.Requester, p.Responder} {
-					if _, err := rand.Read(ep.SendArea()); err != nil {
-						t.Fatal(err)
+	for _, op := range allOps {
+		for _, m := range []Measure{MeasureLatency, MeasureBandwidth} {
+			for _, mode := range []Mode{ModeBusyPoll, ModeEvent} {
+				spec := TestSpec{Op: op, Measure: m, Mode: mode, Iterations: 200, Validate: true}
+				if m == MeasureBandwidth && !op.Atomic() {
+					spec.Size = 4096
+				}
+				t.Run(op.String()+"/"+m.String()+"/"+mode.String(), func(t *testing.T) {
+					if op == OpWrite && m == MeasureLatency && mode == ModeEvent {
+						if err := spec.WithDefaults().Check(); err == nil || !strings.Contains(err.Error(), "use op write_imm") {
+							t.Fatalf("Check = %v, want a refusal naming write_imm", err)
+						}
+						return
 					}
-				}
-				iters := 200
-				if size > 4096 {
-					iters = 30 // a 64 KiB round trip takes milliseconds under emulation
-				}
-				r, err := p.WriteLatency(LatencyOptions{Size: size, Iterations: iters, Warmup: 10, Threads: tc.threads})
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkLatency(t, r, iters)
-				if r.Threads != tc.threads {
-					t.Errorf("result says %d threads, ran %d", r.Threads, tc.threads)
-				}
-				if r.Inline != (size <= p.Requester.Info().MaxInline) {
-					t.Errorf("inline %v for size %d with max inline %d", r.Inline, size, p.Requester.Info().MaxInline)
-				}
-				for _, dir := range []struct {
-					name     string
-					from, to *Endpoint
-				}{{"requester->responder", p.Requester, p.Responder}, {"responder->requester", p.Responder, p.Requester}} {
-					if !bytes.Equal(dir.from.SendArea()[:size], dir.to.RecvArea()[:size]) {
-						t.Errorf("%s: payload differs after the run", dir.name)
+					r := run(t, "rxe1", "rxe0", spec)
+					if m == MeasureLatency {
+						t.Logf("RTT p50 %.1f us, p99 %.1f us", r.Latency.RTT.P50/1e3, r.Latency.RTT.P99/1e3)
+					} else {
+						d := r.Bandwidth.Directions[0]
+						t.Logf("%s->%s %.4f Gb/s, %.0f msg/s", d.From, d.To, d.Gbps(), d.MessagesPerSec)
 					}
-				}
-				t.Logf("%s->%s %d B: RTT min %.1f p50 %.1f p99 %.1f us", tc.a, tc.b, size, r.RTT.Min/1e3, r.RTT.P50/1e3, r.RTT.P99/1e3)
+				})
+			}
+		}
+	}
+}
+
+// TestPayload checks that messages of several sizes arrive intact, on two
+// devices and on one device to itself, one and two threads.
+func TestPayload(t *testing.T) {
+	testbedDevices(t)
+	for _, pair := range [][2]string{{"rxe1", "rxe0"}, {"rxe0", "rxe0"}} {
+		for _, op := range []Op{OpWrite, OpSend, OpRead} {
+			for _, size := range []int{2, 4096, 65536} {
+				t.Run(pair[0]+"-"+pair[1]+"/"+op.String()+"/"+strconv.Itoa(size), func(t *testing.T) {
+					iters := 100
+					if size > 4096 {
+						iters = 20 // a 64 KiB round trip takes milliseconds under emulation
+					}
+					run(t, pair[0], pair[1], TestSpec{Op: op, Size: size, Iterations: iters, Validate: true})
+				})
+			}
+		}
+	}
+}
+
+func TestManyQPs(t *testing.T) {
+	testbedDevices(t)
+	for _, qps := range []int{1, 8} {
+		for _, op := range []Op{OpWrite, OpSend} {
+			for _, mode := range []Mode{ModeBusyPoll, ModeEvent} {
+				t.Run(op.String()+"/"+mode.String()+"/qps"+strconv.Itoa(qps), func(t *testing.T) {
+					threads := min(qps, 2)
+					r := run(t, "rxe1", "rxe0", TestSpec{Op: op, Measure: MeasureBandwidth, Mode: mode, Size: 4096, Iterations: 100, QPs: qps, Threads: threads, Validate: true})
+					t.Logf("%d QPs on %d threads: %.4f Gb/s", qps, threads, r.Bandwidth.Directions[0].Gbps())
+				})
+			}
+		}
+	}
+	// Latency over several QPs takes turns between them.
+	run(t, "rxe1", "rxe0", TestSpec{Op: OpSend, QPs: 4, Threads: 2, Iterations: 50, Validate: true})
+	run(t, "rxe1", "rxe0", TestSpec{Op: OpFetchAdd, QPs: 3, Threads: 2, Iterations: 50, Validate: true})
+}
+
+func TestDuration(t *testing.T) {
+	testbedDevices(t)
+	for _, tc := range []TestSpec{
+		{Op: OpWrite, Measure: MeasureLatency},
+		{Op: OpSend, Measure: MeasureLatency, Mode: ModeEvent},
+		{Op: OpWrite, Measure: MeasureBandwidth, Size: 4096},
+		{Op: OpSend, Measure: MeasureBandwidth, Size: 4096, Mode: ModeEvent, QPs: 2},
+	} {
+		tc.Duration = Duration(time.Second)
+		t.Run(tc.Op.String()+"/"+tc.Measure.String()+"/"+tc.Mode.String(), func(t *testing.T) {
+			r := run(t, "rxe1", "rxe0", tc)
+			if r.Elapsed < time.Second || r.Elapsed > 3*time.Second {
+				t.Errorf("a 1 s run measured %v", r.Elapsed)
+			}
+			if tc.Measure == MeasureLatency {
+				t.Logf("%d round trips, p99 %.1f us", r.Latency.RTT.Count, r.Latency.RTT.P99/1e3)
+			} else {
+				t.Logf("%d messages in %v", r.Bandwidth.Directions[0].Messages, r.Elapsed)
+			}
+		})
+	}
+}
+
+func TestBidirectional(t *testing.T) {
+	testbedDevices(t)
+	for _, op := range []Op{OpWrite, OpSend, OpRead} {
+		t.Run(op.String(), func(t *testing.T) {
+			r := run(t, "rxe1", "rxe0", TestSpec{Op: op, Measure: MeasureBandwidth, Bidirectional: true, Size: 4096, Iterations: 200, Validate: true})
+			d := r.Bandwidth.Directions
+			if d[0].From == d[1].From {
+				t.Errorf("both directions from %s", d[0].From)
+			}
+		})
+	}
+}
+
+func TestUC(t *testing.T) {
+	testbedDevices(t)
+	for _, op := range []Op{OpWrite, OpSend, OpWriteImm} {
+		for _, m := range []Measure{MeasureLatency, MeasureBandwidth} {
+			t.Run(op.String()+"/"+m.String(), func(t *testing.T) {
+				run(t, "rxe1", "rxe0", TestSpec{Op: op, Measure: m, QPType: UC, Size: 1024, Iterations: 100, Validate: true})
 			})
 		}
 	}
 }
 
-// TestWriteLatencyRepeatable reuses one pair for several runs: sequence
-// bytes left over from an earlier run must not end a later one early.
-func TestWriteLatencyRepeatable(t *testing.T) {
+func TestEffectiveAttrs(t *testing.T) {
 	testbedDevices(t)
-	p := newPair(t, "rxe1", "rxe0", 4096, QPAttrs{})
-	for _, size := range []int{2, 4096, 2, 300} {
-		r, err := p.WriteLatency(LatencyOptions{Size: size, Iterations: 100})
-		if err != nil {
-			t.Fatalf("size %d: %v", size, err)
-		}
-		checkLatency(t, r, 100)
-	}
-}
-
-func TestWriteLatencyEffectiveAttrs(t *testing.T) {
-	testbedDevices(t)
-	p := newPair(t, "rxe1", "rxe0", 64, QPAttrs{MTU: 512, RetryCnt: 3, Timeout: 12})
-	r, err := p.WriteLatency(LatencyOptions{Size: 64, Iterations: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := run(t, "rxe1", "rxe0", TestSpec{Op: OpWrite, Size: 64, Iterations: 10, QP: QPAttrs{MTU: 512, RetryCnt: 3, Timeout: 12}})
 	want := DefaultQPAttrs()
 	want.MTU, want.RetryCnt, want.Timeout = 512, 3, 12
-	if r.QP != want {
-		t.Errorf("effective attrs %+v, want %+v", r.QP, want)
+	if r.Spec.QP != want {
+		t.Errorf("effective attrs %+v, want %+v", r.Spec.QP, want)
 	}
 }
 
-// TestPeerGoneCompletionError: the responder's QP stops answering, and a
+// TestPeerGoneCompletionError: the responder's QPs stop answering, and a
 // finite retry count ends the run with RETRY_EXC_ERR from the driver.
 func TestPeerGoneCompletionError(t *testing.T) {
-	for _, threads := range []int{1, 2} {
-		t.Run("threads"+strconv.Itoa(threads), func(t *testing.T) { peerGoneCompletionError(t, threads) })
-	}
-}
-
-func peerGoneCompletionError(t *testing.T, threads int) {
 	testbedDevices(t)
-	p := newPair(t, "rxe1", "rxe0", 64, QPAttrs{RetryCnt: 1, Timeout: 8})
-	if err := p.Responder.Fail(); err != nil {
-		t.Fatal(err)
+	for _, spec := range []TestSpec{
+		{Op: OpWrite},
+		{Op: OpWriteImm, Mode: ModeEvent},
+		{Op: OpRead},
+		{Op: OpSend, Measure: MeasureBandwidth, Size: 4096, Mode: ModeEvent},
+	} {
+		spec.Iterations = 10
+		spec.StallTimeout = Duration(10 * time.Second)
+		spec.QP = QPAttrs{RetryCnt: 1, Timeout: 8}
+		t.Run(spec.Op.String()+"/"+spec.Measure.String()+"/"+spec.Mode.String(), func(t *testing.T) {
+			p := newPair(t, "rxe1", "rxe0", spec)
+			if err := p.Responder.Fail(); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err := p.Run(context.Background(), spec)
+			took := time.Since(start)
+			var ce *CompletionError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a CompletionError", err)
+			}
+			if ce.Status != WCRetryExcErr || ce.Device != "rxe1" || ce.QPN != p.Requester.Info().QPNs[0] {
+				t.Errorf("got %+v, want RETRY_EXC_ERR on rxe1's QP", ce)
+			}
+			if !strings.Contains(err.Error(), "likely cause") || took > 5*time.Second {
+				t.Errorf("error %q after %v", err, took)
+			}
+			t.Logf("after %v: %v", took, err)
+		})
 	}
-	start := time.Now()
-	_, err := p.WriteLatency(LatencyOptions{Size: 64, Iterations: 10, StallTimeout: 10 * time.Second, Threads: threads})
-	took := time.Since(start)
-	var ce *CompletionError
-	if !errors.As(err, &ce) {
-		t.Fatalf("got %v, want a CompletionError", err)
-	}
-	if ce.Status != WCRetryExcErr || ce.Device != "rxe1" || ce.QPN != p.Requester.Info().QPN {
-		t.Errorf("got %+v, want RETRY_EXC_ERR on rxe1's QP", ce)
-	}
-	if !strings.Contains(err.Error(), "likely cause") || took > 5*time.Second {
-		t.Errorf("error %q after %v", err, took)
-	}
-	t.Logf("after %v: %v", took, err)
 }
 
 // TestPeerGoneStall: with retry_cnt 7, which rxe treats as "retry
 // forever", the driver never reports an error; the loop's own deadline
-// must end the run.
+// must end the run, in busy-poll and in event mode.
 func TestPeerGoneStall(t *testing.T) {
-	for _, threads := range []int{1, 2} {
-		t.Run("threads"+strconv.Itoa(threads), func(t *testing.T) { peerGoneStall(t, threads) })
+	testbedDevices(t)
+	for _, spec := range []TestSpec{
+		{Op: OpWrite},
+		{Op: OpSend, Mode: ModeEvent},
+		{Op: OpWrite, Measure: MeasureBandwidth, Size: 4096, Mode: ModeEvent, QPs: 4, Threads: 2},
+	} {
+		spec.Iterations = 10
+		spec.StallTimeout = Duration(time.Second)
+		spec.QP = QPAttrs{RetryCnt: 7, Timeout: 8}
+		t.Run(spec.Op.String()+"/"+spec.Measure.String()+"/"+spec.Mode.String(), func(t *testing.T) {
+			p := newPair(t, "rxe1", "rxe0", spec)
+			if err := p.Responder.Fail(); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err := p.Run(context.Background(), spec)
+			took := time.Since(start)
+			var se *StallError
+			if !errors.As(err, &se) {
+				t.Fatalf("got %v, want a StallError", err)
+			}
+			if took < time.Second || took > 3*time.Second {
+				t.Errorf("stall reported after %v, want about 1s", took)
+			}
+			t.Logf("after %v: %v", took, err)
+		})
 	}
 }
 
-func peerGoneStall(t *testing.T, threads int) {
+// TestCancel: a context cancelled mid-run ends a long run promptly.
+func TestCancel(t *testing.T) {
 	testbedDevices(t)
-	p := newPair(t, "rxe1", "rxe0", 64, QPAttrs{RetryCnt: 7, Timeout: 8})
-	if err := p.Responder.Fail(); err != nil {
-		t.Fatal(err)
+	for _, mode := range []Mode{ModeBusyPoll, ModeEvent} {
+		t.Run(mode.String(), func(t *testing.T) {
+			spec := TestSpec{Op: OpSend, Measure: MeasureBandwidth, Mode: mode, Size: 4096, Duration: Duration(time.Minute)}
+			p := newPair(t, "rxe1", "rxe0", spec)
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := p.Run(ctx, spec)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("got %v, want the context's error", err)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("stopped after %v", took)
+			}
+			// The pair stays usable... or at least closes cleanly: the
+			// cleanup registered by newPair checks Close.
+		})
 	}
-	start := time.Now()
-	_, err := p.WriteLatency(LatencyOptions{Size: 64, Iterations: 10, StallTimeout: time.Second, Threads: threads})
-	took := time.Since(start)
-	var se *StallError
-	if !errors.As(err, &se) {
-		t.Fatalf("got %v, want a StallError", err)
-	}
-	if took < time.Second || took > 3*time.Second {
-		t.Errorf("stall reported after %v, want about 1s", took)
-	}
-	t.Logf("after %v: %v", took, err)
 }
 
 var resLine = regexp.MustCompile(`(\w+): pd (\d+) cq (\d+) qp (\d+) cm_id \d+ mr (\d+)`)
@@ -263,17 +405,19 @@ func TestCloseFreesEverything(t *testing.T) {
 	testbedDevices(t)
 	before := rdmaResources(t)
 	for i := range 10 {
-		p, err := NewLoopbackPair(
-			EndpointConfig{Device: "rxe1", GIDIndex: AutoGIDIndex, MaxMessage: 4096},
-			EndpointConfig{Device: "rxe0", GIDIndex: AutoGIDIndex, MaxMessage: 4096},
-			QPAttrs{RetryCnt: 1, Timeout: 8})
+		spec := TestSpec{Op: allOps[i%len(allOps)], Iterations: 5, QPs: 1 + i%3, Mode: Mode(i % 2), StallTimeout: Duration(2 * time.Second), QP: QPAttrs{RetryCnt: 1, Timeout: 8}}
+		if spec.Op == OpWrite {
+			spec.Mode = ModeBusyPoll
+		}
+		ca, cb := PairConfig(spec, EndpointConfig{Device: "rxe1", GIDIndex: AutoGIDIndex}, EndpointConfig{Device: "rxe0", GIDIndex: AutoGIDIndex})
+		p, err := NewLoopbackPair(ca, cb, spec.QP)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 1 {
 			_ = p.Responder.Fail()
 		}
-		_, _ = p.WriteLatency(LatencyOptions{Size: 8, Iterations: 5, StallTimeout: 2 * time.Second})
+		_, _ = p.Run(context.Background(), spec)
 		if err := p.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
@@ -281,10 +425,14 @@ func TestCloseFreesEverything(t *testing.T) {
 			t.Fatalf("second Close: %v", err)
 		}
 	}
-	// A failed constructor must free what it made too.
-	if _, err := NewEndpoint(EndpointConfig{Device: "rxe0", GIDIndex: 99, MaxMessage: 64}); err == nil {
-		t.Fatal("GID index 99 accepted")
+	// A constructor that fails half-way (rxe's queues are smaller than
+	// this) must free what it made too.
+	_, err := NewEndpoint(EndpointConfig{Device: "rxe0", GIDIndex: AutoGIDIndex, MaxMessage: 64, QPs: 2, Channels: 1, SQDepth: 1 << 15})
+	var ve *VerbsError
+	if !errors.As(err, &ve) {
+		t.Fatalf("oversized queues: got %v, want a VerbsError", err)
 	}
+	t.Logf("oversized queues: %v", err)
 	after := rdmaResources(t)
 	for dev, b := range before {
 		if after[dev] != b {

@@ -12,10 +12,13 @@ package rdma
 import "C"
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -175,30 +178,33 @@ func openContext(name string) (*C.struct_ibv_context, error) {
 	return nil, fmt.Errorf("rdma: libibverbs has no device %q (is its provider library installed? see ibv_devices)", name)
 }
 
-// Endpoint owns one RC QP and what it needs: a device context, a PD, a
-// registered buffer off the Go heap, and a CQ. Close frees them in the
-// order the verbs API requires.
+// Endpoint owns a device context, a PD, a registered buffer off the Go
+// heap, and N QPs, each with its own CQ and buffer slot (a send area and a
+// receive area). In event mode the CQs report to completion channels.
+// Close frees everything in the order the verbs API requires.
 type Endpoint struct {
-	cfg      EndpointConfig
-	port     Port
-	gid      GID
-	psn      uint32
-	inline   int
-	ctx      *C.struct_ibv_context
-	pd       *C.struct_ibv_pd
-	cq       *C.struct_ibv_cq
-	qp       *C.struct_ibv_qp
-	mr       *C.struct_ibv_mr
-	mem      []byte // mmap'ed: registered memory must not move, so it is never Go heap
-	attrs    QPAttrs
-	closed   bool
-	rtsReady bool
+	cfg    EndpointConfig
+	port   Port
+	gid    GID
+	psns   []uint32
+	inline int
+	slot   int // bytes per area; a QP's slot holds two
+	ctx    *C.struct_ibv_context
+	pd     *C.struct_ibv_pd
+	chans  []*C.struct_ibv_comp_channel
+	cqs    []*C.struct_ibv_cq
+	qps    []*C.struct_ibv_qp
+	mr     *C.struct_ibv_mr
+	mem    []byte // mmap'ed: registered memory must not move, so it is never Go heap
+	attrs  QPAttrs
+	closed bool
+	ready  bool
 }
 
 const accessAll = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_WRITE | C.IBV_ACCESS_REMOTE_READ | C.IBV_ACCESS_REMOTE_ATOMIC
 
-// NewEndpoint opens the device and creates the PD, buffer, MR, CQ and an
-// RC QP in INIT. On error everything created so far is freed.
+// NewEndpoint opens the device and creates the PD, buffer, MR, channels,
+// CQs and QPs (in INIT). On error everything created so far is freed.
 func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -219,7 +225,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("rdma: %s: %w", cfg.Device, err)
 	}
-	e := &Endpoint{cfg: cfg, port: *port, gid: gid, psn: randomPSN()}
+	e := &Endpoint{cfg: cfg, port: *port, gid: gid, slot: (cfg.MaxMessage + 63) &^ 63}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -231,35 +237,58 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if e.pd, err = C.ibv_alloc_pd(e.ctx); e.pd == nil {
 		return nil, verbsErr("ibv_alloc_pd", cfg.Device, err)
 	}
-	e.mem, err = unix.Mmap(-1, 0, bufferBytes(cfg.MaxMessage), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	size := bufferBytes(2 * e.slot * cfg.QPs)
+	e.mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		e.mem = nil
-		return nil, fmt.Errorf("rdma: mmap of %d bytes: %w", bufferBytes(cfg.MaxMessage), err)
+		return nil, fmt.Errorf("rdma: mmap of %d bytes: %w", size, err)
 	}
 	if e.mr, err = C.rr_reg_mr(e.pd, unsafe.Pointer(&e.mem[0]), C.size_t(len(e.mem)), accessAll); e.mr == nil {
 		return nil, verbsErr("ibv_reg_mr", cfg.Device, err)
 	}
-	cqDepth := 2*cfg.SQDepth + 16
-	if e.cq, err = C.ibv_create_cq(e.ctx, C.int(cqDepth), nil, nil, 0); e.cq == nil {
-		return nil, verbsErr("ibv_create_cq", cfg.Device, err)
+	for range cfg.Channels {
+		ch, err := C.ibv_create_comp_channel(e.ctx)
+		if ch == nil {
+			return nil, verbsErr("ibv_create_comp_channel", cfg.Device, err)
+		}
+		e.chans = append(e.chans, ch)
 	}
-	var gotInline C.uint32_t
-	if e.qp, err = C.rr_create_rc_qp(e.pd, e.cq, C.uint32_t(cfg.SQDepth), 16, C.uint32_t(cfg.MaxInline), &gotInline); e.qp == nil {
-		return nil, verbsErr("ibv_create_qp", cfg.Device, err)
+	uc := C.int(0)
+	if cfg.QPType == UC {
+		uc = 1
 	}
-	// Drivers may round the inline size up; post inline only what was asked for.
-	e.inline = min(cfg.MaxInline, int(gotInline))
-	if rc := C.rr_qp_to_init(e.qp, C.uint8_t(cfg.Port), accessAll); rc != 0 {
-		return nil, rcErr("ibv_modify_qp(INIT)", cfg.Device, rc)
+	e.inline = cfg.MaxInline
+	for i := range cfg.QPs {
+		var ch *C.struct_ibv_comp_channel
+		if len(e.chans) > 0 {
+			ch = e.chans[i%len(e.chans)]
+		}
+		cq, err := C.ibv_create_cq(e.ctx, C.int(cfg.SQDepth+cfg.RQDepth+16), nil, ch, 0)
+		if cq == nil {
+			return nil, verbsErr("ibv_create_cq", cfg.Device, err)
+		}
+		e.cqs = append(e.cqs, cq)
+		var gotInline C.uint32_t
+		qp, err := C.rr_create_qp(e.pd, cq, uc, C.uint32_t(cfg.SQDepth), C.uint32_t(cfg.RQDepth), C.uint32_t(cfg.MaxInline), &gotInline)
+		if qp == nil {
+			return nil, verbsErr("ibv_create_qp", cfg.Device, err)
+		}
+		e.qps = append(e.qps, qp)
+		// Drivers may round the inline size up; post inline only what
+		// was asked for.
+		e.inline = min(e.inline, int(gotInline))
+		if rc := C.rr_qp_to_init(qp, C.uint8_t(cfg.Port), accessAll); rc != 0 {
+			return nil, rcErr("ibv_modify_qp(INIT)", cfg.Device, rc)
+		}
+		e.psns = append(e.psns, randomPSN())
 	}
 	return e, nil
 }
 
-// bufferBytes is the size of the registered buffer: a send area and a
-// receive area, each maxMessage long, rounded up to whole pages.
-func bufferBytes(maxMessage int) int {
+// bufferBytes rounds n up to whole pages.
+func bufferBytes(n int) int {
 	page := unix.Getpagesize()
-	return (2*maxMessage + page - 1) / page * page
+	return (n + page - 1) / page * page
 }
 
 func randomPSN() uint32 {
@@ -268,40 +297,56 @@ func randomPSN() uint32 {
 	return binary.LittleEndian.Uint32(b[:]) & 0xffffff
 }
 
-// Info describes the endpoint to its peer. Addr and RKey point at the
-// receive area.
+// Info describes the endpoint to its peer.
 func (e *Endpoint) Info() EndpointInfo {
+	qpns := make([]uint32, len(e.qps))
+	for i, qp := range e.qps {
+		qpns[i] = uint32(qp.qp_num)
+	}
 	return EndpointInfo{
 		Device:    e.cfg.Device,
 		Port:      e.cfg.Port,
-		QPN:       uint32(e.qp.qp_num),
-		PSN:       e.psn,
+		QPNs:      qpns,
+		PSNs:      e.psns,
 		LID:       e.port.LID,
 		GID:       e.gid.GID,
 		GIDIndex:  e.gid.Index,
 		GIDType:   e.gid.Type,
 		LinkLayer: e.port.LinkLayer,
 		RKey:      uint32(e.mr.rkey),
-		Addr:      uint64(uintptr(unsafe.Pointer(&e.mem[0]))) + uint64(e.cfg.MaxMessage),
+		Addr:      uint64(uintptr(unsafe.Pointer(&e.mem[0]))) + uint64(e.slot),
+		Stride:    uint64(2 * e.slot),
 		ActiveMTU: e.port.ActiveMTU,
 		MaxInline: e.inline,
 	}
 }
 
-// SendArea and RecvArea expose the registered buffer's halves. They are
-// valid until Close.
-func (e *Endpoint) SendArea() []byte { return e.mem[:e.cfg.MaxMessage] }
+// SendArea is QP i's send area: where its writes and sends leave from,
+// and where reads and atomics return their data... for atomics, the
+// fetched word. Valid until Close.
+func (e *Endpoint) SendArea(i int) []byte {
+	off := 2 * e.slot * i
+	return e.mem[off : off+e.cfg.MaxMessage]
+}
 
-// RecvArea is where the peer's writes land.
-func (e *Endpoint) RecvArea() []byte { return e.mem[e.cfg.MaxMessage : 2*e.cfg.MaxMessage] }
+// RecvArea is QP i's receive area: where the peer's writes and sends
+// land, and what the peer's reads and atomics target.
+func (e *Endpoint) RecvArea(i int) []byte {
+	off := 2*e.slot*i + e.slot
+	return e.mem[off : off+e.cfg.MaxMessage]
+}
 
-// Connect moves the QP through RTR to RTS towards remote. The path MTU is
-// the smaller of both ends' active MTUs unless attrs names one.
+// Connect moves every QP through RTR to RTS towards the peer's QP of the
+// same index. The path MTU is the smaller of both ends' active MTUs
+// unless attrs names one.
 func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
 	if err := attrs.Validate(); err != nil {
 		return err
 	}
 	a := attrs.merged()
+	if len(remote.QPNs) != len(e.qps) || len(remote.PSNs) != len(e.qps) {
+		return fmt.Errorf("rdma: the peer %s has %d QPs, %s has %d", remote.Device, len(remote.QPNs), e.cfg.Device, len(e.qps))
+	}
 	if remote.LinkLayer != e.port.LinkLayer {
 		return fmt.Errorf("rdma: link layers differ: %s is %s, the peer %s is %s", e.cfg.Device, e.port.LinkLayer, remote.Device, remote.LinkLayer)
 	}
@@ -316,69 +361,82 @@ func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
 	if err != nil {
 		return err
 	}
-	c := C.struct_rr_conn{
-		dest_qpn:           C.uint32_t(remote.QPN),
-		rq_psn:             C.uint32_t(remote.PSN),
-		sq_psn:             C.uint32_t(e.psn),
-		dlid:               C.uint16_t(remote.LID),
-		port:               C.uint8_t(e.cfg.Port),
-		mtu:                C.uint8_t(mtu),
-		sgid_index:         C.uint8_t(e.gid.Index),
-		hop_limit:          C.uint8_t(a.HopLimit),
-		traffic_class:      C.uint8_t(a.TrafficClass),
-		sl:                 C.uint8_t(a.SL),
-		timeout:            C.uint8_t(a.Timeout),
-		retry_cnt:          C.uint8_t(a.RetryCnt),
-		rnr_retry:          C.uint8_t(a.RNRRetry),
-		min_rnr_timer:      C.uint8_t(a.MinRNRTimer),
-		max_rd_atomic:      C.uint8_t(a.MaxRdAtomic),
-		max_dest_rd_atomic: C.uint8_t(a.MaxRdAtomic),
-	}
-	// RoCE always routes by GID; InfiniBand only needs the GRH across subnets.
-	if e.port.LinkLayer == "Ethernet" {
-		c.is_global = 1
-		gid := net.IP(remote.GID).To16()
-		if gid == nil {
-			return fmt.Errorf("rdma: the peer %s sent no GID", remote.Device)
+	for i, qp := range e.qps {
+		c := C.struct_rr_conn{
+			dest_qpn:           C.uint32_t(remote.QPNs[i]),
+			rq_psn:             C.uint32_t(remote.PSNs[i]),
+			sq_psn:             C.uint32_t(e.psns[i]),
+			dlid:               C.uint16_t(remote.LID),
+			port:               C.uint8_t(e.cfg.Port),
+			mtu:                C.uint8_t(mtu),
+			sgid_index:         C.uint8_t(e.gid.Index),
+			hop_limit:          C.uint8_t(a.HopLimit),
+			traffic_class:      C.uint8_t(a.TrafficClass),
+			sl:                 C.uint8_t(a.SL),
+			timeout:            C.uint8_t(a.Timeout),
+			retry_cnt:          C.uint8_t(a.RetryCnt),
+			rnr_retry:          C.uint8_t(a.RNRRetry),
+			min_rnr_timer:      C.uint8_t(a.MinRNRTimer),
+			max_rd_atomic:      C.uint8_t(a.MaxRdAtomic),
+			max_dest_rd_atomic: C.uint8_t(a.MaxRdAtomic),
 		}
-		for i := range 16 {
-			c.dgid[i] = C.uint8_t(gid[i])
+		if e.cfg.QPType == UC {
+			c.uc = 1
 		}
-	}
-	// The RTR transition takes the peer's PSN as our receive PSN.
-	if rc := C.rr_qp_to_rtr(e.qp, &c); rc != 0 {
-		return rcErr("ibv_modify_qp(RTR)", e.cfg.Device, rc)
-	}
-	if rc := C.rr_qp_to_rts(e.qp, &c); rc != 0 {
-		return rcErr("ibv_modify_qp(RTS)", e.cfg.Device, rc)
+		// RoCE always routes by GID; InfiniBand only needs the GRH across subnets.
+		if e.port.LinkLayer == "Ethernet" {
+			c.is_global = 1
+			gid := net.IP(remote.GID).To16()
+			if gid == nil {
+				return fmt.Errorf("rdma: the peer %s sent no GID", remote.Device)
+			}
+			for j := range 16 {
+				c.dgid[j] = C.uint8_t(gid[j])
+			}
+		}
+		if rc := C.rr_qp_to_rtr(qp, &c); rc != 0 {
+			return rcErr("ibv_modify_qp(RTR)", e.cfg.Device, rc)
+		}
+		if rc := C.rr_qp_to_rts(qp, &c); rc != 0 {
+			return rcErr("ibv_modify_qp(RTS)", e.cfg.Device, rc)
+		}
 	}
 	e.attrs = a
-	e.rtsReady = true
+	e.ready = true
 	return nil
 }
 
-// Fail moves the QP to the error state; tests use it to make a peer stop
-// answering.
+// Fail moves every QP to the error state; tests use it to make a peer
+// stop answering.
 func (e *Endpoint) Fail() error {
-	return rcErr("ibv_modify_qp(ERR)", e.cfg.Device, C.rr_qp_to_err(e.qp))
+	var errs []error
+	for _, qp := range e.qps {
+		errs = append(errs, rcErr("ibv_modify_qp(ERR)", e.cfg.Device, C.rr_qp_to_err(qp)))
+	}
+	return errors.Join(errs...)
 }
 
-// Close frees the QP, CQ, MR, buffer, PD and context, in that order. It
-// is safe to call more than once, and on a partly built endpoint.
+// Close frees the QPs, CQs, channels, MR, buffer, PD and context, in
+// that order. It is safe to call more than once, and on a partly built
+// endpoint.
 func (e *Endpoint) Close() error {
 	if e == nil || e.closed {
 		return nil
 	}
 	e.closed = true
 	var errs []error
-	if e.qp != nil {
-		errs = append(errs, rcErr("ibv_destroy_qp", e.cfg.Device, C.ibv_destroy_qp(e.qp)))
-		e.qp = nil
+	for _, qp := range e.qps {
+		errs = append(errs, rcErr("ibv_destroy_qp", e.cfg.Device, C.ibv_destroy_qp(qp)))
 	}
-	if e.cq != nil {
-		errs = append(errs, rcErr("ibv_destroy_cq", e.cfg.Device, C.ibv_destroy_cq(e.cq)))
-		e.cq = nil
+	e.qps = nil
+	for _, cq := range e.cqs {
+		errs = append(errs, rcErr("ibv_destroy_cq", e.cfg.Device, C.ibv_destroy_cq(cq)))
 	}
+	e.cqs = nil
+	for _, ch := range e.chans {
+		errs = append(errs, rcErr("ibv_destroy_comp_channel", e.cfg.Device, C.ibv_destroy_comp_channel(ch)))
+	}
+	e.chans = nil
 	if e.mr != nil {
 		errs = append(errs, rcErr("ibv_dereg_mr", e.cfg.Device, C.ibv_dereg_mr(e.mr)))
 		e.mr = nil
@@ -402,6 +460,27 @@ func (e *Endpoint) Close() error {
 // devices, or twice on one device.
 type Pair struct {
 	Requester, Responder *Endpoint
+}
+
+// PairConfig builds the endpoint configs a spec needs on two devices.
+func PairConfig(spec TestSpec, requester, responder EndpointConfig) (EndpointConfig, EndpointConfig) {
+	spec = spec.WithDefaults()
+	for _, c := range []*EndpointConfig{&requester, &responder} {
+		c.MaxMessage = max(c.MaxMessage, spec.Size)
+		c.QPs = spec.QPs
+		c.QPType = spec.QPType
+		c.SQDepth = spec.TxDepth
+		c.RQDepth = spec.RxDepth
+		c.MaxInline = spec.Inline
+		if spec.Inline == 0 {
+			c.MaxInline = -1
+		}
+		c.Channels = 0
+		if spec.Mode == ModeEvent {
+			c.Channels = spec.Threads
+		}
+	}
+	return requester, responder
 }
 
 // NewLoopbackPair creates both endpoints and connects them.
@@ -432,103 +511,426 @@ func (p *Pair) Close() error {
 	return errors.Join(p.Requester.Close(), p.Responder.Close())
 }
 
-// WriteLatency runs an RDMA WRITE ping-pong: the requester writes Size
-// bytes into the responder's receive area, the responder sees the last
-// byte change and writes back, and the requester times the round trip.
-// The whole run is one call into C.
-func (p *Pair) WriteLatency(opt LatencyOptions) (*LatencyResult, error) {
-	a, b := p.Requester, p.Responder
-	if !a.rtsReady || !b.rtsReady {
-		return nil, errors.New("rdma: pair is not connected")
+// fits reports why the endpoint cannot run spec, or nil.
+func (e *Endpoint) fits(spec TestSpec) error {
+	switch {
+	case !e.ready:
+		return fmt.Errorf("rdma: %s is not connected", e.cfg.Device)
+	case len(e.qps) != spec.QPs:
+		return fmt.Errorf("rdma: %s has %d QPs, the test wants %d", e.cfg.Device, len(e.qps), spec.QPs)
+	case e.cfg.QPType != spec.QPType:
+		return fmt.Errorf("rdma: %s has %s QPs, the test wants %s", e.cfg.Device, e.cfg.QPType, spec.QPType)
+	case e.cfg.MaxMessage < spec.Size:
+		return fmt.Errorf("rdma: %s's buffers hold %d bytes, the test sends %d", e.cfg.Device, e.cfg.MaxMessage, spec.Size)
+	case spec.Mode == ModeEvent && len(e.chans) < spec.Threads:
+		return fmt.Errorf("rdma: %s has %d completion channels, event mode with %d threads needs one each", e.cfg.Device, len(e.chans), spec.Threads)
+	case e.cfg.SQDepth < spec.TxDepth || e.cfg.RQDepth < spec.RxDepth:
+		return fmt.Errorf("rdma: %s's queues (%d send, %d receive) are smaller than tx_depth %d, rx_depth %d", e.cfg.Device, e.cfg.SQDepth, e.cfg.RQDepth, spec.TxDepth, spec.RxDepth)
 	}
-	if err := opt.Validate(min(a.cfg.MaxMessage, b.cfg.MaxMessage)); err != nil {
-		return nil, err
-	}
-	if opt.StallTimeout == 0 {
-		opt.StallTimeout = 5 * time.Second
-	}
-	if opt.Threads == 0 {
-		opt.Threads = 2
-	}
-	// The last byte carries the sequence number; zero it so the first
-	// arrival cannot be mistaken for a stale one.
-	a.RecvArea()[opt.Size-1] = 0
-	b.RecvArea()[opt.Size-1] = 0
-	ai, bi := a.Info(), b.Info()
-	inline := min(a.inline, b.inline)
-	args := C.struct_rr_lat_args{
-		size:       C.uint32_t(opt.Size),
-		max_inline: C.uint32_t(inline),
-		sq_slots:   C.uint32_t(min(a.cfg.SQDepth, b.cfg.SQDepth)),
-		warmup:     C.uint64_t(opt.Warmup),
-		iters:      C.uint64_t(opt.Iterations),
-		stall_ns:   C.int64_t(opt.StallTimeout.Nanoseconds()),
-	}
-	if opt.Threads == 2 {
-		args.responder_thread = 1
-	}
-	args.qp[0], args.qp[1] = a.qp, b.qp
-	args.cq[0], args.cq[1] = a.cq, b.cq
-	args.send_buf[0] = (*C.uint8_t)(unsafe.Pointer(&a.SendArea()[0]))
-	args.send_buf[1] = (*C.uint8_t)(unsafe.Pointer(&b.SendArea()[0]))
-	args.recv_buf[0] = (*C.uint8_t)(unsafe.Pointer(&a.RecvArea()[0]))
-	args.recv_buf[1] = (*C.uint8_t)(unsafe.Pointer(&b.RecvArea()[0]))
-	args.lkey[0], args.lkey[1] = a.mr.lkey, b.mr.lkey
-	args.raddr[0], args.rkey[0] = C.uint64_t(bi.Addr), C.uint32_t(bi.RKey)
-	args.raddr[1], args.rkey[1] = C.uint64_t(ai.Addr), C.uint32_t(ai.RKey)
-
-	samples := make([]uint64, opt.Iterations)
-	rc := C.rr_write_lat(&args, (*C.uint64_t)(unsafe.Pointer(&samples[0])))
-	if rc != 0 {
-		return nil, p.loopError(&args, opt)
-	}
-	rtt := Summarize(samples)
-	return &LatencyResult{
-		Op:         "write",
-		Size:       opt.Size,
-		Iterations: opt.Iterations,
-		Warmup:     opt.Warmup,
-		Inline:     opt.Size <= inline,
-		Threads:    opt.Threads,
-		Samples:    samples,
-		RTT:        rtt,
-		OneWay:     rtt.Half(),
-		Elapsed:    time.Duration(args.elapsed_ns),
-		QP:         a.attrs,
-		Requester:  ai,
-		Responder:  bi,
-	}, nil
+	return nil
 }
 
-func (p *Pair) loopError(a *C.struct_rr_lat_args, opt LatencyOptions) error {
-	side := p.Requester
-	if a.fail_side == 1 {
-		side = p.Responder
+// roles says what each side's workers do in a spec: the requester always
+// sends; the responder answers ping-pongs, keeps receives posted, or, in
+// a bidirectional run, sends too. A responder with no role (reads,
+// atomics, one-way writes) runs no thread: the NIC answers alone.
+func roles(spec TestSpec) (requester, responder C.int) {
+	requester = C.RR_ROLE_SEND
+	switch {
+	case spec.Measure == MeasureLatency && spec.Op.PingPong():
+		responder = C.RR_ROLE_RECV
+	case spec.Measure == MeasureBandwidth:
+		if spec.Op.UsesReceive() {
+			responder = C.RR_ROLE_RECV
+		}
+		if spec.Bidirectional {
+			responder |= C.RR_ROLE_SEND
+			if spec.Op.UsesReceive() {
+				requester |= C.RR_ROLE_RECV
+			}
+		}
 	}
-	switch a.fail {
+	return requester, responder
+}
+
+// cRun holds the C memory of one run; free releases all of it.
+type cRun struct {
+	r      *C.struct_rr_run
+	allocs []unsafe.Pointer
+}
+
+func (c *cRun) calloc(n, size uintptr) (unsafe.Pointer, error) {
+	p := C.calloc(C.size_t(n), C.size_t(size))
+	if p == nil {
+		return nil, fmt.Errorf("rdma: allocating %d bytes for the run: %w", n*size, syscall.ENOMEM)
+	}
+	c.allocs = append(c.allocs, p)
+	return p, nil
+}
+
+func (c *cRun) free() {
+	for _, p := range c.allocs {
+		C.free(p)
+	}
+	c.allocs = nil
+}
+
+type sideSetup struct {
+	ep, peer *Endpoint
+	role     C.int
+	workers  []*C.struct_rr_worker
+	qio      []*C.struct_rr_qp_io // by QP index
+}
+
+// build lays out the run: the run struct, one worker per thread and side,
+// each worker's QP views, histograms and WR templates.
+func build(spec TestSpec, sides []*sideSetup) (*cRun, error) {
+	c := &cRun{}
+	p, err := c.calloc(1, unsafe.Sizeof(C.struct_rr_run{}))
+	if err != nil {
+		return nil, err
+	}
+	r := (*C.struct_rr_run)(p)
+	c.r = r
+	r.op = C.int(spec.Op)
+	r.measure = C.int(spec.Measure)
+	r.size = C.uint32_t(spec.Size)
+	r.max_inline = 0
+	r.tx_depth = C.uint32_t(spec.TxDepth)
+	r.rx_depth = C.uint32_t(spec.RxDepth)
+	r.cq_mod = C.uint32_t(spec.CQModeration)
+	r.post_list = C.uint32_t(spec.PostList)
+	r.stall_ns = C.int64_t(time.Duration(spec.StallTimeout).Nanoseconds())
+	if spec.Duration > 0 {
+		r.duration_ns = C.int64_t(time.Duration(spec.Duration).Nanoseconds())
+	} else {
+		r.iters = C.uint64_t(spec.Iterations)
+	}
+	if spec.Measure == MeasureLatency {
+		r.warmup = C.uint64_t(spec.Warmup)
+	}
+	nw := 0
+	for _, s := range sides {
+		if s.role != 0 {
+			nw += spec.Threads
+		}
+		if s.role&C.RR_ROLE_SEND != 0 {
+			r.nsenders += C.int(spec.Threads)
+		}
+		r.max_inline = C.uint32_t(min(s.ep.inline, s.peer.inline))
+	}
+	if spec.Inline == 0 {
+		r.max_inline = 0
+	}
+	if p, err = c.calloc(uintptr(nw), unsafe.Sizeof(C.struct_rr_worker{})); err != nil {
+		c.free()
+		return nil, err
+	}
+	r.w = (*C.struct_rr_worker)(p)
+	r.nw = C.int(nw)
+	workers := unsafe.Slice(r.w, nw)
+	wi := 0
+	for _, s := range sides {
+		s.qio = make([]*C.struct_rr_qp_io, spec.QPs)
+		if s.role == 0 {
+			continue
+		}
+		peer := s.peer.Info()
+		for t := range spec.Threads {
+			w := &workers[wi]
+			w.role = s.role
+			w.cpu = -1
+			if len(spec.CPUs) > 0 {
+				w.cpu = C.int(spec.CPUs[wi%len(spec.CPUs)])
+			}
+			if s == sides[1] {
+				w.side = 1
+			}
+			wi++
+			if spec.Mode == ModeEvent {
+				w.ch = s.ep.chans[t%len(s.ep.chans)]
+			}
+			if spec.Measure == MeasureLatency && s.role&C.RR_ROLE_SEND != 0 {
+				if p, err = c.calloc(C.RR_HIST_BUCKETS, 8); err != nil {
+					c.free()
+					return nil, err
+				}
+				w.hist = (*C.uint64_t)(p)
+			}
+			var mine []int
+			for i := t; i < spec.QPs; i += spec.Threads {
+				mine = append(mine, i)
+			}
+			if p, err = c.calloc(uintptr(len(mine)), unsafe.Sizeof(C.struct_rr_qp_io{})); err != nil {
+				c.free()
+				return nil, err
+			}
+			w.q = (*C.struct_rr_qp_io)(p)
+			w.nq = C.int(len(mine))
+			ios := unsafe.Slice(w.q, len(mine))
+			for k, i := range mine {
+				q := &ios[k]
+				q.qp = s.ep.qps[i]
+				q.cq = s.ep.cqs[i]
+				q.sbuf = (*C.uint8_t)(unsafe.Pointer(&s.ep.SendArea(i)[0]))
+				q.rbuf = (*C.uint8_t)(unsafe.Pointer(&s.ep.RecvArea(i)[0]))
+				q.lkey = s.ep.mr.lkey
+				q.raddr = C.uint64_t(peer.Addr + uint64(i)*peer.Stride)
+				q.rkey = C.uint32_t(peer.RKey)
+				if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_send_wr{})); err != nil {
+					c.free()
+					return nil, err
+				}
+				q.wrs = (*C.struct_ibv_send_wr)(p)
+				if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_sge{})); err != nil {
+					c.free()
+					return nil, err
+				}
+				q.sges = (*C.struct_ibv_sge)(p)
+				s.qio[i] = q
+			}
+			s.workers = append(s.workers, w)
+		}
+	}
+	// In one process a sender can tell the receiver on the other side
+	// how many messages to expect once a duration run ends.
+	if len(sides) == 2 {
+		for i := range spec.QPs {
+			a, b := sides[0].qio[i], sides[1].qio[i]
+			if a != nil && b != nil {
+				a.peer, b.peer = b, a
+			}
+		}
+	}
+	return c, nil
+}
+
+// Run runs spec between the pair's endpoints: the requester's workers
+// post, the responder's answer or receive. ctx ends the run early (the
+// result then is an error).
+func (p *Pair) Run(ctx context.Context, spec TestSpec) (*Result, error) {
+	spec = spec.WithDefaults()
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	for _, e := range []*Endpoint{p.Requester, p.Responder} {
+		if err := e.fits(spec); err != nil {
+			return nil, err
+		}
+	}
+	reqRole, respRole := roles(spec)
+	sides := []*sideSetup{
+		{ep: p.Requester, peer: p.Responder, role: reqRole},
+		{ep: p.Responder, peer: p.Requester, role: respRole},
+	}
+	prepareBuffers(spec, p)
+	c, err := build(spec, sides)
+	if err != nil {
+		return nil, err
+	}
+	defer c.free()
+	if C.rr_prepare(c.r) != 0 {
+		return nil, runError(c.r, sides, spec)
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			C.rr_request_stop(c.r)
+		case <-done:
+		}
+	}()
+	rc := C.rr_run_workers(c.r)
+	close(done)
+	if rc != 0 {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("rdma: run stopped: %w", ctx.Err())
+		}
+		return nil, runError(c.r, sides, spec)
+	}
+	res := &Result{Spec: spec, Requester: p.Requester.Info(), Responder: p.Responder.Info()}
+	res.Spec.QP = p.Requester.attrs
+	collect(res, spec, sides)
+	if spec.Validate {
+		if err := checkBuffers(spec, p); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// prepareBuffers zeroes what the loops watch and, with validation, fills
+// what travels with a random pattern.
+func prepareBuffers(spec TestSpec, p *Pair) {
+	for i := range spec.QPs {
+		for _, e := range []*Endpoint{p.Requester, p.Responder} {
+			s, r := e.SendArea(i)[:spec.Size], e.RecvArea(i)[:spec.Size]
+			clear(r)
+			if spec.Validate {
+				_, _ = rand.Read(s)
+				if spec.Op == OpRead {
+					_, _ = rand.Read(r)
+				}
+			}
+			if spec.Op.Atomic() {
+				clear(s)
+			}
+		}
+	}
+}
+
+// checkBuffers compares what arrived with what was sent. The last byte of
+// a ping-pong message carries its sequence number, so it is left out.
+func checkBuffers(spec TestSpec, p *Pair) error {
+	n := spec.Size
+	if spec.Measure == MeasureLatency && (spec.Op == OpWrite || spec.Op == OpSend || spec.Op == OpSendImm) {
+		n--
+	}
+	type flow struct{ from, to *Endpoint }
+	var flows []flow
+	switch {
+	case spec.Op == OpRead:
+		// A read copies the responder's receive area into the requester's.
+		for i := range spec.QPs {
+			if !bytes.Equal(p.Responder.RecvArea(i)[:n], p.Requester.RecvArea(i)[:n]) {
+				return &ValidationError{Op: spec.Op, QP: i, What: fmt.Sprintf("the %d bytes read from %s differ from what it holds", n, p.Responder.cfg.Device)}
+			}
+		}
+		return nil
+	case spec.Op.Atomic():
+		for i := range spec.QPs {
+			got := binary.LittleEndian.Uint64(p.Responder.RecvArea(i)[:8])
+			if spec.Measure == MeasureLatency && spec.Duration == 0 {
+				want := uint64(spec.Warmup + spec.Iterations)
+				if got != want {
+					return &ValidationError{Op: spec.Op, QP: i, What: fmt.Sprintf("the target word holds %d after %d operations", got, want)}
+				}
+			}
+		}
+		return nil
+	default:
+		flows = append(flows, flow{p.Requester, p.Responder})
+		if spec.Measure == MeasureLatency || spec.Bidirectional {
+			flows = append(flows, flow{p.Responder, p.Requester})
+		}
+	}
+	for _, f := range flows {
+		for i := range spec.QPs {
+			if !bytes.Equal(f.from.SendArea(i)[:n], f.to.RecvArea(i)[:n]) {
+				return &ValidationError{Op: spec.Op, QP: i, What: fmt.Sprintf("what %s received differs from what %s sent", f.to.cfg.Device, f.from.cfg.Device)}
+			}
+		}
+	}
+	return nil
+}
+
+func collect(res *Result, spec TestSpec, sides []*sideSetup) {
+	if spec.Measure == MeasureLatency {
+		h := NewHistogram()
+		m := moments{min: math.MaxUint64}
+		var begin, end int64
+		for _, w := range sides[0].workers {
+			addBuckets(h, unsafe.Slice((*uint64)(unsafe.Pointer(w.hist)), C.RR_HIST_BUCKETS))
+			m.n += uint64(w.n)
+			m.sum += uint64(w.sum)
+			m.sumsq += float64(w.sumsq)
+			m.min = min(m.min, uint64(w.min))
+			m.max = max(m.max, uint64(w.max))
+			if begin == 0 || int64(w.t_begin) < begin {
+				begin = int64(w.t_begin)
+			}
+			end = max(end, int64(w.t_end))
+		}
+		rtt := summaryOf(m, h)
+		res.Latency = &LatencyStats{RTT: rtt, Histogram: h}
+		if spec.Op.OneWay() {
+			half := rtt.Half()
+			res.Latency.OneWay = &half
+		}
+		res.Elapsed = time.Duration(end - begin)
+	} else {
+		bw := &BandwidthStats{PerQP: make([][]Direction, spec.QPs)}
+		var first, last int64
+		for si, s := range sides {
+			if s.role&C.RR_ROLE_SEND == 0 {
+				continue
+			}
+			from, to := s.ep.cfg.Device, s.peer.cfg.Device
+			if spec.Op == OpRead {
+				from, to = to, from
+			}
+			var msgs uint64
+			var f, l int64
+			for i, q := range s.qio {
+				d := newDirection(from, to, uint64(q.completed), spec.Size, int64(q.t_first_post), int64(q.t_last_comp))
+				bw.PerQP[i] = append(bw.PerQP[i], d)
+				msgs += uint64(q.completed)
+				if f == 0 || int64(q.t_first_post) < f {
+					f = int64(q.t_first_post)
+				}
+				l = max(l, int64(q.t_last_comp))
+			}
+			bw.Directions = append(bw.Directions, newDirection(from, to, msgs, spec.Size, f, l))
+			if si == 0 || f < first {
+				first = f
+			}
+			last = max(last, l)
+		}
+		res.Bandwidth = bw
+		res.Elapsed = time.Duration(last - first)
+	}
+	for _, s := range sides {
+		for _, w := range s.workers {
+			res.Events += uint64(w.events)
+		}
+	}
+}
+
+// runError turns the first real failure of any worker into a typed error.
+// A worker that only stopped because another failed explains nothing.
+func runError(r *C.struct_rr_run, sides []*sideSetup, spec TestSpec) error {
+	var first *C.struct_rr_worker
+	var side *sideSetup
+	for _, s := range sides {
+		for _, w := range s.workers {
+			if w.fail != C.RR_OK && w.fail != C.RR_FAIL_STOPPED && first == nil {
+				first, side = w, s
+			}
+		}
+	}
+	if first == nil {
+		return errors.New("rdma: the run stopped without a recorded cause")
+	}
+	dev := side.ep.cfg.Device
+	w := first
+	switch w.fail {
 	case C.RR_FAIL_POST:
-		return &VerbsError{Op: "ibv_post_send", Device: side.cfg.Device, Errno: syscall.Errno(a.err_errno)}
+		return &VerbsError{Op: "ibv_post_send/recv", Device: dev, Errno: syscall.Errno(w.err_errno)}
 	case C.RR_FAIL_POLL:
-		return &VerbsError{Op: "ibv_poll_cq", Device: side.cfg.Device, Errno: syscall.Errno(a.err_errno)}
-	case C.RR_FAIL_WC:
-		st := WCStatus(a.wc_status)
-		return &CompletionError{
-			Status:      st,
-			Description: C.GoString(C.ibv_wc_status_str(uint32(a.wc_status))),
-			VendorErr:   uint32(a.vendor_err),
-			Opcode:      int(a.wc_opcode),
-			QPN:         uint32(a.wc_qpn),
-			Device:      side.cfg.Device,
-			Iteration:   uint64(a.fail_iter),
-		}
+		return &VerbsError{Op: "ibv_poll_cq", Device: dev, Errno: syscall.Errno(w.err_errno)}
+	case C.RR_FAIL_EVENT:
+		return &VerbsError{Op: "completion channel", Device: dev, Errno: syscall.Errno(w.err_errno)}
 	case C.RR_FAIL_THREAD:
-		return fmt.Errorf("rdma: starting the responder thread: %w", syscall.Errno(a.err_errno))
-	case C.RR_FAIL_STALL:
-		what := "the peer's write to arrive"
-		if a.stall_waiting == 1 {
-			what = "send completions"
+		return fmt.Errorf("rdma: starting or pinning a worker thread on %s: %w (is the CPU list valid?)", dev, syscall.Errno(w.err_errno))
+	case C.RR_FAIL_VALIDATE:
+		return &ValidationError{Op: spec.Op, QP: -1, What: fmt.Sprintf("%s returned a value other than the one the target word held, at iteration %d", spec.Op, uint64(w.fail_iter))}
+	case C.RR_FAIL_WC:
+		return &CompletionError{
+			Status:      WCStatus(w.wc_status),
+			Description: C.GoString(C.ibv_wc_status_str(uint32(w.wc_status))),
+			VendorErr:   uint32(w.vendor_err),
+			Opcode:      int(w.wc_opcode),
+			QPN:         uint32(w.wc_qpn),
+			Device:      dev,
+			Iteration:   uint64(w.fail_iter),
 		}
-		return &StallError{Waited: opt.StallTimeout, Waiting: what, Device: side.cfg.Device, Iteration: uint64(a.fail_iter)}
+	case C.RR_FAIL_STALL:
+		what := map[C.int]string{
+			C.RR_WAIT_PEER_DATA: "the peer's write to arrive",
+			C.RR_WAIT_SEND_COMP: "send completions",
+			C.RR_WAIT_RECV_COMP: "a receive completion (the peer's message)",
+		}[C.int(w.waiting)]
+		return &StallError{Waited: time.Duration(spec.StallTimeout), Waiting: what, Device: dev, Iteration: uint64(w.fail_iter)}
 	}
-	return fmt.Errorf("rdma: latency loop failed with unknown code %d", int(a.fail))
+	return fmt.Errorf("rdma: run failed with unknown code %d", int(w.fail))
 }

@@ -2,6 +2,8 @@
 
 package rdma
 
+import "context"
+
 // Available reports whether this build can talk to RDMA devices.
 const Available = false
 
@@ -18,10 +20,10 @@ func NewEndpoint(EndpointConfig) (*Endpoint, error) { return nil, ErrNotSupporte
 func (*Endpoint) Info() EndpointInfo { return EndpointInfo{} }
 
 // SendArea returns nothing in this build.
-func (*Endpoint) SendArea() []byte { return nil }
+func (*Endpoint) SendArea(int) []byte { return nil }
 
 // RecvArea returns nothing in this build.
-func (*Endpoint) RecvArea() []byte { return nil }
+func (*Endpoint) RecvArea(int) []byte { return nil }
 
 // Connect needs libibverbs; this build has none.
 func (*Endpoint) Connect(EndpointInfo, QPAttrs) error { return ErrNotSupported }
@@ -37,6 +39,11 @@ type Pair struct {
 	Requester, Responder *Endpoint
 }
 
+// PairConfig returns the configs unchanged in this build.
+func PairConfig(_ TestSpec, requester, responder EndpointConfig) (EndpointConfig, EndpointConfig) {
+	return requester, responder
+}
+
 // NewLoopbackPair needs libibverbs; this build has none.
 func NewLoopbackPair(EndpointConfig, EndpointConfig, QPAttrs) (*Pair, error) {
 	return nil, ErrNotSupported
@@ -45,5 +52,5 @@ func NewLoopbackPair(EndpointConfig, EndpointConfig, QPAttrs) (*Pair, error) {
 // Close has nothing to free in this build.
 func (*Pair) Close() error { return nil }
 
-// WriteLatency needs libibverbs; this build has none.
-func (*Pair) WriteLatency(LatencyOptions) (*LatencyResult, error) { return nil, ErrNotSupported }
+// Run needs libibverbs; this build has none.
+func (*Pair) Run(context.Context, TestSpec) (*Result, error) { return nil, ErrNotSupported }

@@ -179,7 +179,7 @@ func runRdmarun(o options, size int) (stats, error) {
 		"--sizes", strconv.Itoa(size), "--iters", strconv.Itoa(o.iters), "--warmup", strconv.Itoa(o.warmup),
 		// perftest does not recognise rxe as inline-capable and sends
 		// nothing inline; the comparison does the same.
-		"--inline", "0", "--threads", "2", "--json")
+		"--inline", "0", "--json")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -188,12 +188,14 @@ func runRdmarun(o options, size int) (stats, error) {
 	}
 	var doc struct {
 		Results []struct {
-			OneWay struct {
-				Min  float64 `json:"min_ns"`
-				P50  float64 `json:"p50_ns"`
-				P99  float64 `json:"p99_ns"`
-				P999 float64 `json:"p99_9_ns"`
-			} `json:"one_way"`
+			Latency struct {
+				OneWay struct {
+					Min  float64 `json:"min_ns"`
+					P50  float64 `json:"p50_ns"`
+					P99  float64 `json:"p99_ns"`
+					P999 float64 `json:"p99_9_ns"`
+				} `json:"one_way"`
+			} `json:"latency"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(out, &doc); err != nil {
@@ -202,6 +204,6 @@ func runRdmarun(o options, size int) (stats, error) {
 	if len(doc.Results) != 1 {
 		return stats{}, errors.New("rdmarun --json: want exactly one result")
 	}
-	s := doc.Results[0].OneWay
+	s := doc.Results[0].Latency.OneWay
 	return stats{min: s.Min / 1e3, median: s.P50 / 1e3, p99: s.P99 / 1e3, p999: s.P999 / 1e3}, nil
 }

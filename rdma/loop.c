@@ -1,0 +1,660 @@
+//go:build linux && cgo && !nordma
+
+// The measured loops. Each worker thread drives its QPs from a barrier to
+// the end of the run without returning to Go, allocating, or taking a
+// lock; everything it needs was prepared before the barrier.
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE // pthread_setaffinity_np, CPU_SET
+#endif
+#include <endian.h>
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shim.h"
+
+// Spins between looks at the clock and the stop flag while waiting:
+// often enough to notice a failure or a stall within microseconds, rarely
+// enough that looking does not add to the latency.
+#define SPIN_CHECK 1024
+
+// Event mode sleeps in slices this long, so a stop request is seen soon.
+#define EVENT_SLICE_MS 100
+
+enum { WANT_SEND, WANT_RECV };
+enum { DONE = 1 }; // returned by responder waits when the senders finished
+
+int64_t rr_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void rr_request_stop(struct rr_run *r)
+{
+	r->stop = 1;
+}
+
+void rr_senders_done(struct rr_run *r)
+{
+	r->senders_done = 1;
+}
+
+static int wfail(struct rr_worker *w, int kind)
+{
+	if (w->fail == RR_OK) {
+		w->fail = kind;
+		w->fail_iter = w->iter;
+	}
+	w->run->stop = 1;
+	return -1;
+}
+
+static void hist_record(struct rr_worker *w, uint64_t v)
+{
+	w->n++;
+	w->sum += v;
+	w->sumsq += (double)v * (double)v;
+	if (v < w->min)
+		w->min = v;
+	if (v > w->max)
+		w->max = v;
+	uint32_t idx;
+	if (v < 2 * RR_HIST_SUB) {
+		idx = (uint32_t)v;
+	} else {
+		int shift = (63 - __builtin_clzll(v)) - 10; // v >> shift is in [1024, 2048)
+		if (shift > RR_HIST_MAX_SHIFT)
+			idx = RR_HIST_BUCKETS - 1;
+		else
+			idx = 2 * RR_HIST_SUB + (uint32_t)(shift - 1) * RR_HIST_SUB + (uint32_t)((v >> shift) - RR_HIST_SUB);
+	}
+	w->hist[idx]++;
+}
+
+// Called every SPIN_CHECK spins of a busy wait.
+static int check(struct rr_worker *w, int64_t *since, int waiting)
+{
+	if (w->run->stop)
+		return wfail(w, RR_FAIL_STOPPED);
+	int64_t now = rr_now_ns();
+	if (*since == 0) {
+		*since = now;
+		return 0;
+	}
+	if (now - *since > w->run->stall_ns) {
+		w->waiting = waiting;
+		return wfail(w, RR_FAIL_STALL);
+	}
+	return 0;
+}
+
+// Polls q's CQ once and accounts for what it finds. Send WRs carry their
+// 1-based sequence number as wr_id, and an RC/UC send queue completes in
+// order, so the last send completion says how many WRs are done (under
+// CQ moderation, unsignaled WRs before it included).
+static int poll_q(struct rr_worker *w, struct rr_qp_io *q, int stamp_recv)
+{
+	struct ibv_wc wc[16];
+	int n = ibv_poll_cq(q->cq, 16, wc);
+	if (n < 0) {
+		w->err_errno = EIO;
+		return wfail(w, RR_FAIL_POLL);
+	}
+	int recvs = 0;
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			w->wc_status = wc[i].status;
+			w->vendor_err = wc[i].vendor_err;
+			w->wc_opcode = wc[i].opcode;
+			w->wc_qpn = wc[i].qp_num;
+			return wfail(w, RR_FAIL_WC);
+		}
+		if (wc[i].opcode & IBV_WC_RECV)
+			recvs++;
+		else
+			q->completed = wc[i].wr_id;
+	}
+	if (recvs) {
+		q->received += recvs;
+		if (stamp_recv) {
+			int64_t now = rr_now_ns();
+			if (q->t_first_recv == 0)
+				q->t_first_recv = now;
+			q->t_last_recv = now;
+		}
+	}
+	return n;
+}
+
+// Blocks on the worker's completion channel until an event, a stop
+// request or the stall deadline. The caller armed the CQs it waits on
+// and polled them once more after arming, so no completion is missed.
+static int block(struct rr_worker *w, int64_t *since, int waiting)
+{
+	int64_t now = rr_now_ns();
+	if (*since == 0)
+		*since = now;
+	if (w->run->stop)
+		return wfail(w, RR_FAIL_STOPPED);
+	int64_t left = w->run->stall_ns - (now - *since);
+	if (left <= 0) {
+		w->waiting = waiting;
+		return wfail(w, RR_FAIL_STALL);
+	}
+	int ms = (int)(left / 1000000) + 1;
+	if (ms > EVENT_SLICE_MS)
+		ms = EVENT_SLICE_MS;
+	struct pollfd p = {.fd = w->ch->fd, .events = POLLIN};
+	int rc = poll(&p, 1, ms);
+	if (rc < 0 && errno != EINTR) {
+		w->err_errno = errno;
+		return wfail(w, RR_FAIL_EVENT);
+	}
+	if (rc <= 0)
+		return 0;
+	struct ibv_cq *cq;
+	void *ctx;
+	if (ibv_get_cq_event(w->ch, &cq, &ctx)) {
+		w->err_errno = errno;
+		return wfail(w, RR_FAIL_EVENT);
+	}
+	// Acked one by one: destroying a CQ waits for every event read from
+	// it to be acked, so none may be left behind on any exit path.
+	ibv_ack_cq_events(cq, 1);
+	w->events++;
+	return 0;
+}
+
+static int arm(struct rr_worker *w, struct rr_qp_io *q)
+{
+	int rc = ibv_req_notify_cq(q->cq, 0);
+	if (rc) {
+		w->err_errno = rc;
+		return wfail(w, RR_FAIL_EVENT);
+	}
+	return 0;
+}
+
+static inline int reached(struct rr_qp_io *q, int want, uint64_t target)
+{
+	return want == WANT_SEND ? q->completed >= target : q->received >= target;
+}
+
+// Waits until q has target send (or receive) completions. A responder
+// (done_ok) gives up with DONE once the senders have finished.
+static int wait_q(struct rr_worker *w, struct rr_qp_io *q, int want, uint64_t target, int done_ok)
+{
+	int64_t since = 0;
+	uint32_t spins = 0;
+	int waiting = want == WANT_SEND ? RR_WAIT_SEND_COMP : RR_WAIT_RECV_COMP;
+	for (;;) {
+		if (reached(q, want, target))
+			return 0;
+		int n = poll_q(w, q, 0);
+		if (n < 0)
+			return -1;
+		if (n > 0)
+			continue;
+		if (done_ok && w->run->senders_done)
+			return DONE;
+		if (w->ch) {
+			if (arm(w, q))
+				return -1;
+			n = poll_q(w, q, 0);
+			if (n < 0)
+				return -1;
+			if (n == 0 && block(w, &since, waiting))
+				return -1;
+			continue;
+		}
+		if ((++spins & (SPIN_CHECK - 1)) == 0 && check(w, &since, waiting))
+			return -1;
+	}
+}
+
+// Spins until the last byte of q's receive area reads seq: an RDMA WRITE
+// makes no completion at its target, so memory is all there is to watch.
+// Meanwhile it reaps q's send completions, so an error completion ends
+// the wait at once.
+static int wait_byte(struct rr_worker *w, struct rr_qp_io *q, uint8_t seq, int done_ok)
+{
+	volatile uint8_t *p = q->rbuf + w->run->size - 1;
+	int64_t since = 0;
+	uint32_t spins = 0;
+	while (*p != seq) {
+		if ((++spins & (SPIN_CHECK - 1)) != 0)
+			continue;
+		if (q->completed < q->posted && poll_q(w, q, 0) < 0)
+			return -1;
+		if (done_ok && w->run->senders_done)
+			return DONE;
+		if (check(w, &since, RR_WAIT_PEER_DATA))
+			return -1;
+	}
+	// The payload before the last byte must not be read ahead of it.
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return 0;
+}
+
+static int post_recv(struct rr_worker *w, struct rr_qp_io *q, uint32_t n)
+{
+	int rc = rr_post_recvs(q->qp, q->rbuf, w->run->size, q->lkey, n);
+	if (rc) {
+		w->err_errno = rc;
+		return wfail(w, RR_FAIL_POST);
+	}
+	q->recv_posted += n;
+	return 0;
+}
+
+static int send_opcode(int op)
+{
+	switch (op) {
+	case RR_SEND:
+		return IBV_WR_SEND;
+	case RR_SEND_IMM:
+		return IBV_WR_SEND_WITH_IMM;
+	case RR_WRITE:
+		return IBV_WR_RDMA_WRITE;
+	case RR_WRITE_IMM:
+		return IBV_WR_RDMA_WRITE_WITH_IMM;
+	case RR_READ:
+		return IBV_WR_RDMA_READ;
+	case RR_FETCH_ADD:
+		return IBV_WR_ATOMIC_FETCH_AND_ADD;
+	default:
+		return IBV_WR_ATOMIC_CMP_AND_SWP;
+	}
+}
+
+static int is_atomic(int op)
+{
+	return op == RR_FETCH_ADD || op == RR_CMP_SWAP;
+}
+
+// Fills q's WR template: one per post-list slot, chained.
+static void prepare_wrs(struct rr_worker *w, struct rr_qp_io *q)
+{
+	struct rr_run *r = w->run;
+	for (uint32_t i = 0; i < r->post_list; i++) {
+		struct ibv_send_wr *wr = &q->wrs[i];
+		struct ibv_sge *sge = &q->sges[i];
+		memset(wr, 0, sizeof(*wr));
+		sge->lkey = q->lkey;
+		sge->length = r->size;
+		// Reads land in the receive area, so that the data the peer
+		// holds there can be checked; everything else leaves from the
+		// send area.
+		sge->addr = (uintptr_t)(r->op == RR_READ ? q->rbuf : q->sbuf);
+		wr->sg_list = sge;
+		wr->num_sge = 1;
+		wr->opcode = send_opcode(r->op);
+		if (is_atomic(r->op)) {
+			wr->wr.atomic.remote_addr = q->raddr;
+			wr->wr.atomic.rkey = q->rkey;
+		} else {
+			wr->wr.rdma.remote_addr = q->raddr;
+			wr->wr.rdma.rkey = q->rkey;
+		}
+		if (r->size <= r->max_inline && r->op != RR_READ && !is_atomic(r->op))
+			wr->send_flags = IBV_SEND_INLINE;
+		wr->next = i + 1 < r->post_list ? &q->wrs[i + 1] : NULL;
+	}
+}
+
+// Posts one signaled WR (the latency loops).
+static int post_one(struct rr_worker *w, struct rr_qp_io *q)
+{
+	struct rr_run *r = w->run;
+	struct ibv_send_wr *wr = &q->wrs[0], *bad;
+	if (q->posted - q->completed >= r->tx_depth && wait_q(w, q, WANT_SEND, q->posted - r->tx_depth + 1, 0))
+		return -1;
+	wr->next = NULL;
+	wr->wr_id = q->posted + 1;
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	wr->imm_data = htobe32(q->seq);
+	if (r->op == RR_FETCH_ADD) {
+		wr->wr.atomic.compare_add = 1;
+	} else if (r->op == RR_CMP_SWAP) {
+		wr->wr.atomic.compare_add = q->atomic_next;
+		wr->wr.atomic.swap = q->atomic_next + 1;
+	}
+	int rc = ibv_post_send(q->qp, wr, &bad);
+	if (rc) {
+		w->err_errno = rc;
+		return wfail(w, RR_FAIL_POST);
+	}
+	q->posted++;
+	return 0;
+}
+
+// One round trip from the requester's side.
+static int lat_request(struct rr_worker *w, struct rr_qp_io *q)
+{
+	struct rr_run *r = w->run;
+	q->seq = (uint8_t)(q->seq % 255 + 1); // never 0, the receive areas' initial byte
+	switch (r->op) {
+	case RR_WRITE:
+		q->sbuf[r->size - 1] = q->seq;
+		if (post_one(w, q))
+			return -1;
+		return wait_byte(w, q, q->seq, 0);
+	case RR_SEND:
+	case RR_SEND_IMM:
+	case RR_WRITE_IMM: {
+		if (r->op != RR_WRITE_IMM)
+			q->sbuf[r->size - 1] = q->seq;
+		uint64_t want = q->received + 1;
+		if (post_one(w, q) || wait_q(w, q, WANT_RECV, want, 0))
+			return -1;
+		return post_recv(w, q, 1);
+	}
+	default: { // read and atomics: the round trip is the completion
+		if (post_one(w, q) || wait_q(w, q, WANT_SEND, q->posted, 0))
+			return -1;
+		if (is_atomic(r->op)) {
+			// Both return the word's value before the operation.
+			uint64_t got = *(volatile uint64_t *)q->sbuf;
+			if (got != q->atomic_next)
+				return wfail(w, RR_FAIL_VALIDATE);
+			q->atomic_next++;
+		}
+		return 0;
+	}
+	}
+}
+
+// Answers one ping-pong from the responder's side. DONE when the senders
+// have finished and nothing more will come.
+static int lat_answer(struct rr_worker *w, struct rr_qp_io *q)
+{
+	struct rr_run *r = w->run;
+	q->seq = (uint8_t)(q->seq % 255 + 1);
+	int rc;
+	if (r->op == RR_WRITE) {
+		if ((rc = wait_byte(w, q, q->seq, 1)))
+			return rc;
+		q->sbuf[r->size - 1] = q->seq;
+		return post_one(w, q);
+	}
+	if ((rc = wait_q(w, q, WANT_RECV, q->received + 1, 1)))
+		return rc;
+	if (post_recv(w, q, 1))
+		return -1;
+	if (r->op != RR_WRITE_IMM)
+		q->sbuf[r->size - 1] = q->seq;
+	return post_one(w, q);
+}
+
+static int lat_requester(struct rr_worker *w)
+{
+	struct rr_run *r = w->run;
+	int64_t end = 0;
+	// Warm-up and iteration counts are per QP; the QPs take turns.
+	uint64_t nq = (uint64_t)w->nq, warm = r->warmup * nq, total = (r->warmup + r->iters) * nq;
+	for (uint64_t i = 0;; i++) {
+		w->iter = i;
+		if (i == warm) {
+			w->t_begin = rr_now_ns();
+			if (r->duration_ns)
+				end = w->t_begin + r->duration_ns;
+		}
+		if (r->duration_ns ? (end && rr_now_ns() >= end) : i >= total)
+			break;
+		struct rr_qp_io *q = &w->q[i % nq];
+		int64_t t0 = rr_now_ns();
+		if (lat_request(w, q))
+			return -1;
+		int64_t t1 = rr_now_ns();
+		if (i >= warm)
+			hist_record(w, (uint64_t)(t1 - t0));
+	}
+	w->t_end = rr_now_ns();
+	for (int k = 0; k < w->nq; k++)
+		if (wait_q(w, &w->q[k], WANT_SEND, w->q[k].posted, 0))
+			return -1;
+	return 0;
+}
+
+static int lat_responder(struct rr_worker *w)
+{
+	for (uint64_t i = 0;; i++) {
+		w->iter = i;
+		// A responder with several QPs answers them in the order the
+		// requester uses them: round robin.
+		int rc = lat_answer(w, &w->q[i % (uint64_t)w->nq]);
+		if (rc == DONE)
+			break;
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+// Posts as many WRs on q as the window allows, a post list at a time,
+// signaling every cq_mod-th and the last one. Returns the number posted.
+static int bw_post(struct rr_worker *w, struct rr_qp_io *q, uint64_t total, int64_t end, int *closed)
+{
+	struct rr_run *r = w->run;
+	int posted = 0;
+	while (!*closed) {
+		// A duration run ends only at a moderation boundary, so its
+		// last WR was signaled and every WR is accounted for.
+		if (end && q->posted % r->cq_mod == 0 && rr_now_ns() >= end) {
+			*closed = 1;
+			break;
+		}
+		uint64_t left = end ? r->post_list : total - q->posted;
+		if (left == 0) {
+			*closed = 1;
+			break;
+		}
+		uint32_t batch = left < r->post_list ? (uint32_t)left : r->post_list;
+		if (q->posted - q->completed + batch > r->tx_depth)
+			break;
+		for (uint32_t k = 0; k < batch; k++) {
+			struct ibv_send_wr *wr = &q->wrs[k];
+			uint64_t seqno = q->posted + k + 1;
+			wr->wr_id = seqno;
+			wr->send_flags &= ~IBV_SEND_SIGNALED;
+			if (seqno % r->cq_mod == 0 || (!end && seqno == total))
+				wr->send_flags |= IBV_SEND_SIGNALED;
+			wr->next = k + 1 < batch ? &q->wrs[k + 1] : NULL;
+		}
+		if (q->t_first_post == 0)
+			q->t_first_post = rr_now_ns();
+		struct ibv_send_wr *bad;
+		int rc = ibv_post_send(q->qp, &q->wrs[0], &bad);
+		if (rc) {
+			w->err_errno = rc;
+			return wfail(w, RR_FAIL_POST);
+		}
+		q->posted += batch;
+		posted += batch;
+	}
+	return posted;
+}
+
+static int bw_worker(struct rr_worker *w)
+{
+	struct rr_run *r = w->run;
+	int sender = w->role & RR_ROLE_SEND;
+	int receiver = w->role & RR_ROLE_RECV;
+	int64_t end = r->duration_ns ? r->t_start + r->duration_ns : 0;
+	int closed[w->nq]; // posting finished, per QP
+	int sdone[w->nq];  // every posted WR completed
+	int64_t since = 0;
+	uint32_t spins = 0;
+	memset(closed, 0, sizeof(closed));
+	memset(sdone, 0, sizeof(sdone));
+	w->t_begin = rr_now_ns();
+	for (;;) {
+		int progress = 0, pending = 0;
+		for (int k = 0; k < w->nq; k++) {
+			struct rr_qp_io *q = &w->q[k];
+			if (sender && !sdone[k]) {
+				int n = bw_post(w, q, r->iters, end, &closed[k]);
+				if (n < 0)
+					return -1;
+				progress += n;
+			}
+			int n = poll_q(w, q, receiver);
+			if (n < 0)
+				return -1;
+			progress += n;
+			if (n > 0 && receiver && q->received > 0) {
+				// Keep the receive queue full: every receive taken is
+				// given back.
+				uint64_t missing = r->rx_depth - (q->recv_posted - q->received);
+				if (missing && post_recv(w, q, (uint32_t)missing))
+					return -1;
+			}
+			if (sender && !sdone[k]) {
+				if (closed[k] && q->completed == q->posted) {
+					sdone[k] = 1;
+					q->t_last_comp = rr_now_ns();
+					if (q->peer)
+						q->peer->expect_recv_final = q->posted;
+				} else {
+					pending = 1;
+				}
+			}
+			if (receiver) {
+				uint64_t want = r->duration_ns ? q->expect_recv_final : r->iters;
+				if (want == 0 || q->received < want)
+					pending = 1;
+			}
+		}
+		if (!pending)
+			break;
+		if (progress) {
+			since = 0;
+			continue;
+		}
+		if (w->ch) {
+			int n = 0;
+			for (int k = 0; k < w->nq && n == 0; k++) {
+				if (arm(w, &w->q[k]))
+					return -1;
+				n = poll_q(w, &w->q[k], receiver);
+				if (n < 0)
+					return -1;
+			}
+			if (n == 0 && block(w, &since, sender ? RR_WAIT_SEND_COMP : RR_WAIT_RECV_COMP))
+				return -1;
+			continue;
+		}
+		if ((++spins & (SPIN_CHECK - 1)) == 0 && check(w, &since, sender ? RR_WAIT_SEND_COMP : RR_WAIT_RECV_COMP))
+			return -1;
+	}
+	w->t_end = rr_now_ns();
+	return 0;
+}
+
+// All workers start together: the last to arrive releases the others.
+// Hand-made rather than pthread_barrier, so that a worker that never
+// started (thread creation failed) cannot leave the rest waiting.
+static int barrier(struct rr_worker *w)
+{
+	struct rr_run *r = w->run;
+	int n = __atomic_add_fetch(&r->arrived, 1, __ATOMIC_ACQ_REL);
+	if (n == r->nw)
+		r->t_start = rr_now_ns();
+	while (__atomic_load_n(&r->arrived, __ATOMIC_ACQUIRE) < r->nw) {
+		if (r->stop)
+			return wfail(w, RR_FAIL_STOPPED);
+		sched_yield();
+	}
+	while (__atomic_load_n(&r->t_start, __ATOMIC_ACQUIRE) == 0)
+		;
+	return 0;
+}
+
+static int needs_recv(int op)
+{
+	return op == RR_SEND || op == RR_SEND_IMM || op == RR_WRITE_IMM;
+}
+
+int rr_prepare(struct rr_run *r)
+{
+	for (int i = 0; i < r->nw; i++) {
+		struct rr_worker *w = &r->w[i];
+		w->run = r;
+		w->min = UINT64_MAX;
+		for (int k = 0; k < w->nq; k++) {
+			struct rr_qp_io *q = &w->q[k];
+			prepare_wrs(w, q);
+			// Receives must be posted before the peer can send: a
+			// latency requester needs them for the replies.
+			if (needs_recv(r->op) && ((w->role & RR_ROLE_RECV) || r->measure == RR_LATENCY) &&
+			    post_recv(w, q, r->rx_depth))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct rr_worker *w = arg;
+	struct rr_run *r = w->run;
+	if (w->cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(w->cpu, &set);
+		int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+		if (rc) {
+			w->err_errno = rc;
+			wfail(w, RR_FAIL_THREAD);
+		}
+	}
+	if (w->fail == RR_OK && barrier(w) == 0) {
+		if (r->measure == RR_BANDWIDTH)
+			bw_worker(w);
+		else if (w->role & RR_ROLE_SEND)
+			lat_requester(w);
+		else
+			lat_responder(w);
+	}
+	if (w->role & RR_ROLE_SEND) {
+		if (__atomic_add_fetch(&r->finished_senders, 1, __ATOMIC_ACQ_REL) == r->nsenders)
+			r->senders_done = 1;
+	}
+	return NULL;
+}
+
+int rr_run_workers(struct rr_run *r)
+{
+	r->arrived = 0;
+	r->finished_senders = 0;
+	r->t_start = 0;
+	for (int i = 0; i < r->nw; i++) {
+		struct rr_worker *w = &r->w[i];
+		w->run = r;
+		int rc = pthread_create(&w->thr, NULL, worker_main, w);
+		if (rc) {
+			w->err_errno = rc;
+			wfail(w, RR_FAIL_THREAD);
+			// Count the missing workers in, so the started ones
+			// leave the barrier and see the stop.
+			__atomic_add_fetch(&r->arrived, r->nw - i, __ATOMIC_ACQ_REL);
+			r->t_start = rr_now_ns();
+			break;
+		}
+		w->started = 1;
+	}
+	int failed = 0;
+	for (int i = 0; i < r->nw; i++) {
+		if (r->w[i].started)
+			pthread_join(r->w[i].thr, NULL);
+		if (r->w[i].fail != RR_OK)
+			failed = 1;
+	}
+	return failed ? -1 : 0;
+}

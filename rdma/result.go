@@ -1,0 +1,141 @@
+package rdma
+
+import (
+	"math"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Result is one test run, with the settings it really ran with.
+type Result struct {
+	Spec      TestSpec        `json:"spec"`
+	Requester EndpointInfo    `json:"requester"`
+	Responder EndpointInfo    `json:"responder"`
+	Latency   *LatencyStats   `json:"latency,omitempty"`
+	Bandwidth *BandwidthStats `json:"bandwidth,omitempty"`
+	// Elapsed is the wall time of the measured part.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Events counts completion-channel events consumed (event mode).
+	Events uint64 `json:"events,omitempty"`
+}
+
+// LatencyStats are the round-trip times of a latency run. RTT is measured
+// for every op; OneWay is RTT/2 for the ping-pong ops (send and write
+// families), whose message crosses once each way.
+type LatencyStats struct {
+	RTT    Summary  `json:"rtt"`
+	OneWay *Summary `json:"one_way,omitempty"`
+	// Histogram holds every measured sample (1 ns to 60 s, 3 significant
+	// digits), for exporters and percentile plots.
+	Histogram *hdrhistogram.Histogram `json:"-"`
+}
+
+// Direction is the traffic one way across the pair.
+type Direction struct {
+	From           string  `json:"from"`
+	To             string  `json:"to"`
+	Messages       uint64  `json:"messages"`
+	Bytes          uint64  `json:"bytes"`
+	Seconds        float64 `json:"seconds"` // first post to last completion
+	BytesPerSecond float64 `json:"bytes_per_second"`
+	MessagesPerSec float64 `json:"messages_per_second"`
+}
+
+// Gbps is the rate in 10^9 bit/s.
+func (d Direction) Gbps() float64 { return d.BytesPerSecond * 8 / 1e9 }
+
+// GiBps is the rate in 2^30 bytes/s.
+func (d Direction) GiBps() float64 { return d.BytesPerSecond / (1 << 30) }
+
+// BandwidthStats are the directions of a bandwidth run, in total and per QP.
+type BandwidthStats struct {
+	Directions []Direction   `json:"directions"`
+	PerQP      [][]Direction `json:"per_qp"` // [qp][direction]
+}
+
+func newDirection(from, to string, msgs uint64, size int, first, last int64) Direction {
+	d := Direction{From: from, To: to, Messages: msgs, Bytes: msgs * uint64(size)}
+	if last > first {
+		d.Seconds = float64(last-first) / 1e9
+		d.BytesPerSecond = float64(d.Bytes) / d.Seconds
+		d.MessagesPerSec = float64(msgs) / d.Seconds
+	}
+	return d
+}
+
+// HistogramRange is the range every latency histogram covers.
+const (
+	histMin   = 1
+	histMax   = 60_000_000_000 // 60 s
+	histDigit = 3
+)
+
+// NewHistogram returns an empty latency histogram in nanoseconds.
+func NewHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigit) }
+
+// moments are the exact running sums of a sample set.
+type moments struct {
+	n, sum, min, max uint64
+	sumsq            float64
+}
+
+// summaryOf combines the exact moments with the histogram's percentiles.
+// Percentiles are within the histogram's 0.1% and clamped to the exact
+// minimum and maximum.
+func summaryOf(m moments, h *hdrhistogram.Histogram) Summary {
+	if m.n == 0 {
+		return Summary{}
+	}
+	mean := float64(m.sum) / float64(m.n)
+	variance := m.sumsq/float64(m.n) - mean*mean
+	q := func(p float64) float64 {
+		v := float64(h.ValueAtPercentile(p))
+		return math.Min(math.Max(v, float64(m.min)), float64(m.max))
+	}
+	return Summary{
+		Count:  int(m.n),
+		Min:    float64(m.min),
+		Max:    float64(m.max),
+		Mean:   mean,
+		Stddev: math.Sqrt(math.Max(variance, 0)),
+		P50:    q(50),
+		P90:    q(90),
+		P99:    q(99),
+		P999:   q(99.9),
+		P9999:  q(99.99),
+	}
+}
+
+// The C loop's histogram layout (shim.h): values below 2*histSub have a
+// bucket each; above, histSub buckets per power of two.
+const (
+	histSub      = 1024
+	histMaxShift = 30
+	histBuckets  = 2*histSub + histMaxShift*histSub
+)
+
+// bucketValue is the value a C histogram bucket stands for: the middle of
+// its range, so the error is at most half a bucket (0.05%).
+func bucketValue(idx int) int64 {
+	if idx < 2*histSub {
+		return int64(idx)
+	}
+	k := idx - 2*histSub
+	shift := k/histSub + 1
+	sub := int64(k%histSub + histSub)
+	lo := sub << shift
+	hi := (sub+1)<<shift - 1
+	return lo + (hi-lo)/2
+}
+
+// addBuckets records a C histogram into h.
+func addBuckets(h *hdrhistogram.Histogram, buckets []uint64) {
+	for i, c := range buckets {
+		if c == 0 {
+			continue
+		}
+		v := min(bucketValue(i), histMax)
+		_ = h.RecordValues(v, int64(c))
+	}
+}

@@ -1,0 +1,133 @@
+package rdma
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// cRecord mirrors the C loop's hist_record in Go, so the bucket layout
+// and its conversion can be checked against an exact computation.
+func cRecord(buckets []uint64, m *moments, v uint64) {
+	m.n++
+	m.sum += v
+	m.sumsq += float64(v) * float64(v)
+	m.min = min(m.min, v)
+	m.max = max(m.max, v)
+	var idx int
+	if v < 2*histSub {
+		idx = int(v)
+	} else {
+		shift := 63 - leadingZeros(v) - 10
+		if shift > histMaxShift {
+			idx = histBuckets - 1
+		} else {
+			idx = 2*histSub + (shift-1)*histSub + int(v>>shift) - histSub
+		}
+	}
+	buckets[idx]++
+}
+
+func leadingZeros(v uint64) int {
+	n := 0
+	for i := 63; i >= 0 && v&(1<<i) == 0; i-- {
+		n++
+	}
+	return n
+}
+
+func TestBucketValueRoundTrip(t *testing.T) {
+	// Every value maps to a bucket whose representative is within 0.05%.
+	for _, v := range []uint64{0, 1, 2047, 2048, 2049, 4095, 4096, 12345, 999_999, 1 << 30, 59_999_999_999} {
+		b := make([]uint64, histBuckets)
+		m := moments{min: math.MaxUint64}
+		cRecord(b, &m, v)
+		for i, c := range b {
+			if c == 0 {
+				continue
+			}
+			got := float64(bucketValue(i))
+			if math.Abs(got-float64(v)) > float64(v)*0.0005+0.5 {
+				t.Errorf("value %d: bucket %d stands for %v", v, i, got)
+			}
+		}
+	}
+}
+
+// TestSummaryAgainstExact feeds known samples through the C layout and the
+// HDR histogram and compares with the exact nearest-rank computation.
+func TestSummaryAgainstExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		name    string
+		samples func() []uint64
+	}{
+		{"uniform 1..10000", func() []uint64 {
+			s := make([]uint64, 10000)
+			for i := range s {
+				s[i] = uint64(i + 1)
+			}
+			return s
+		}},
+		{"lognormal-ish rxe latencies", func() []uint64 {
+			s := make([]uint64, 200000)
+			for i := range s {
+				s[i] = uint64(20000 * math.Exp(rng.NormFloat64()*0.5))
+			}
+			return s
+		}},
+		{"bimodal with a tail", func() []uint64 {
+			s := make([]uint64, 50000)
+			for i := range s {
+				s[i] = 1500 + uint64(rng.IntN(100))
+				if i%100 == 0 {
+					s[i] = 250_000 + uint64(rng.IntN(10_000_000))
+				}
+			}
+			return s
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			samples := tc.samples()
+			b := make([]uint64, histBuckets)
+			m := moments{min: math.MaxUint64}
+			for _, v := range samples {
+				cRecord(b, &m, v)
+			}
+			h := NewHistogram()
+			addBuckets(h, b)
+			got, want := summaryOf(m, h), Summarize(samples)
+			if got.Count != want.Count || got.Min != want.Min || got.Max != want.Max {
+				t.Errorf("count/min/max %d %v %v, want %d %v %v", got.Count, got.Min, got.Max, want.Count, want.Min, want.Max)
+			}
+			if math.Abs(got.Mean-want.Mean) > 1e-9*want.Mean {
+				t.Errorf("mean %v, want %v", got.Mean, want.Mean)
+			}
+			if math.Abs(got.Stddev-want.Stddev) > 1e-6*want.Stddev {
+				t.Errorf("stddev %v, want %v", got.Stddev, want.Stddev)
+			}
+			for _, p := range []struct {
+				name      string
+				got, want float64
+			}{{"p50", got.P50, want.P50}, {"p90", got.P90, want.P90}, {"p99", got.P99, want.P99}, {"p99.9", got.P999, want.P999}, {"p99.99", got.P9999, want.P9999}} {
+				// Two quantisations (the C buckets, then HDR's) of 0.1% each.
+				if math.Abs(p.got-p.want) > 0.002*p.want+1 {
+					t.Errorf("%s = %v, exact %v", p.name, p.got, p.want)
+				}
+			}
+		})
+	}
+}
+
+func TestDirectionUnits(t *testing.T) {
+	d := newDirection("a", "b", 1000, 1<<20, 0, 1e9) // 1000 MiB in one second
+	if d.Bytes != 1000<<20 || d.Seconds != 1 || d.MessagesPerSec != 1000 {
+		t.Fatalf("%+v", d)
+	}
+	if math.Abs(d.Gbps()-8.388608) > 1e-9 || math.Abs(d.GiBps()-1000.0/1024) > 1e-12 {
+		t.Errorf("Gb/s %v GiB/s %v", d.Gbps(), d.GiBps())
+	}
+	if z := newDirection("a", "b", 0, 8, 5, 5); z.BytesPerSecond != 0 {
+		t.Errorf("zero-length span gave %v", z.BytesPerSecond)
+	}
+}

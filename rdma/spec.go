@@ -1,0 +1,332 @@
+package rdma
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Op is the RDMA operation a test measures. The numbers match enum rr_op
+// in shim.h.
+type Op int
+
+// The operations.
+const (
+	OpSend Op = iota
+	OpSendImm
+	OpWrite
+	OpWriteImm
+	OpRead
+	OpFetchAdd
+	OpCmpSwap
+)
+
+var opNames = []string{"send", "send_imm", "write", "write_imm", "read", "fetch_add", "cmp_swap"}
+
+func (o Op) String() string {
+	if o >= 0 && int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", int(o))
+}
+
+// Atomic reports whether the op is an 8-byte atomic.
+func (o Op) Atomic() bool { return o == OpFetchAdd || o == OpCmpSwap }
+
+// UsesReceive reports whether the op consumes a receive WR at its target.
+func (o Op) UsesReceive() bool { return o == OpSend || o == OpSendImm || o == OpWriteImm }
+
+// PingPong reports whether latency is measured by a ping-pong (the target
+// answers) rather than by the completion of a round-trip operation.
+func (o Op) PingPong() bool { return o == OpSend || o == OpSendImm || o == OpWrite || o == OpWriteImm }
+
+// OneWay reports whether a one-way latency (RTT/2) is meaningful: the
+// ping-pong sends the same message each way. Reads and atomics are
+// request-response, so only their round trip is reported.
+func (o Op) OneWay() bool { return o.PingPong() }
+
+// Measure is what a test measures.
+type Measure int
+
+// The measures.
+const (
+	MeasureLatency Measure = iota
+	MeasureBandwidth
+)
+
+var measureNames = []string{"latency", "bandwidth"}
+
+func (m Measure) String() string {
+	if m >= 0 && int(m) < len(measureNames) {
+		return measureNames[m]
+	}
+	return fmt.Sprintf("measure(%d)", int(m))
+}
+
+// Mode is how completions are waited for.
+type Mode int
+
+// The modes.
+const (
+	ModeBusyPoll Mode = iota
+	ModeEvent
+)
+
+var modeNames = []string{"busy_poll", "event"}
+
+func (m Mode) String() string {
+	if m >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// QPType is the transport.
+type QPType int
+
+// The transports.
+const (
+	RC QPType = iota
+	UC
+	UD
+)
+
+var qpTypeNames = []string{"rc", "uc", "ud"}
+
+func (t QPType) String() string {
+	if t >= 0 && int(t) < len(qpTypeNames) {
+		return qpTypeNames[t]
+	}
+	return fmt.Sprintf("qp_type(%d)", int(t))
+}
+
+func parseName(kind, s string, names []string) (int, error) {
+	for i, n := range names {
+		if s == n {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown %s %q; want one of %s", kind, s, strings.Join(names, ", "))
+}
+
+// ParseOp reads an op name such as "write_imm".
+func ParseOp(s string) (Op, error) { i, err := parseName("op", s, opNames); return Op(i), err }
+
+// ParseMeasure reads "latency" or "bandwidth".
+func ParseMeasure(s string) (Measure, error) {
+	i, err := parseName("measure", s, measureNames)
+	return Measure(i), err
+}
+
+// ParseMode reads "busy_poll" or "event".
+func ParseMode(s string) (Mode, error) {
+	i, err := parseName("mode", s, modeNames)
+	return Mode(i), err
+}
+
+// ParseQPType reads "rc", "uc" or "ud".
+func ParseQPType(s string) (QPType, error) {
+	i, err := parseName("qp_type", s, qpTypeNames)
+	return QPType(i), err
+}
+
+// The enums travel as their names in JSON (results, the control channel).
+func (o Op) MarshalText() ([]byte, error)      { return []byte(o.String()), nil }
+func (m Measure) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+func (m Mode) MarshalText() ([]byte, error)    { return []byte(m.String()), nil }
+func (t QPType) MarshalText() ([]byte, error)  { return []byte(t.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (o *Op) UnmarshalText(b []byte) (err error) { *o, err = ParseOp(string(b)); return }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *Measure) UnmarshalText(b []byte) (err error) { *m, err = ParseMeasure(string(b)); return }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *Mode) UnmarshalText(b []byte) (err error) { *m, err = ParseMode(string(b)); return }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (t *QPType) UnmarshalText(b []byte) (err error) { *t, err = ParseQPType(string(b)); return }
+
+// TestSpec is one test, complete: the client sends it whole to a remote
+// responder, which needs no settings of its own.
+type TestSpec struct {
+	Op      Op      `json:"op"`
+	Measure Measure `json:"measure"`
+	Mode    Mode    `json:"mode"`
+	QPType  QPType  `json:"qp_type"`
+	Size    int     `json:"size_bytes"`
+	// Iterations per QP: round trips (latency) or messages (bandwidth).
+	// Ignored when Duration is set.
+	Iterations int      `json:"iterations,omitempty"`
+	Duration   Duration `json:"duration,omitempty"`
+	Warmup     int      `json:"warmup"` // latency only: round trips per QP before the measured ones
+	QPs        int      `json:"qps"`
+	Threads    int      `json:"threads"`        // per side; QPs are spread over them round robin
+	CPUs       []int    `json:"cpus,omitempty"` // pin thread i to CPUs[i % len]; empty: not pinned
+	TxDepth    int      `json:"tx_depth"`       // outstanding send WRs per QP
+	RxDepth    int      `json:"rx_depth"`       // receives kept posted per QP
+	// CQModeration signals every Nth send WR (bandwidth).
+	CQModeration  int      `json:"cq_moderation"`
+	PostList      int      `json:"post_list"` // WRs per ibv_post_send call (bandwidth)
+	Inline        int      `json:"inline"`    // largest message sent inline; 0: none
+	Bidirectional bool     `json:"bidirectional,omitempty"`
+	Validate      bool     `json:"validate,omitempty"` // write a pattern and check it arrived
+	StallTimeout  Duration `json:"stall_timeout"`
+	QP            QPAttrs  `json:"qp_attrs"`
+}
+
+// Duration is a time.Duration that reads and writes as "5s" in JSON.
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", b, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// WithDefaults fills every zero setting with the default a perftest user
+// would expect, so the result records what really ran.
+func (s TestSpec) WithDefaults() TestSpec {
+	if s.Op.Atomic() && s.Size == 0 {
+		s.Size = 8
+	}
+	if s.Size == 0 {
+		s.Size = 2
+		if s.Measure == MeasureBandwidth {
+			s.Size = 65536
+		}
+	}
+	if s.Iterations == 0 && s.Duration == 0 {
+		s.Iterations = 1000
+		if s.Measure == MeasureBandwidth {
+			s.Iterations = 5000
+		}
+	}
+	if s.Measure == MeasureLatency && s.Warmup == 0 && s.Duration == 0 {
+		s.Warmup = min(100, s.Iterations/10)
+	}
+	if s.QPs == 0 {
+		s.QPs = 1
+	}
+	if s.Threads == 0 {
+		s.Threads = 1
+	}
+	if s.TxDepth == 0 {
+		s.TxDepth = 128
+		if s.Measure == MeasureLatency {
+			s.TxDepth = 16
+		}
+	}
+	if s.RxDepth == 0 {
+		s.RxDepth = 512
+		if s.Measure == MeasureLatency {
+			s.RxDepth = 16
+		}
+	}
+	if s.CQModeration == 0 {
+		s.CQModeration = 1
+		if s.Measure == MeasureBandwidth {
+			s.CQModeration = min(100, s.TxDepth)
+		}
+	}
+	if s.PostList == 0 {
+		s.PostList = 1
+	}
+	if s.StallTimeout == 0 {
+		s.StallTimeout = Duration(5 * time.Second)
+	}
+	s.QP = s.QP.merged()
+	return s
+}
+
+// Check reports the first setting that cannot work, saying why. It
+// expects WithDefaults to have run.
+func (s TestSpec) Check() error {
+	if err := s.checkCombination(); err != nil {
+		return err
+	}
+	var errs []string
+	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if s.Size < 1 || s.Size > 1<<30 {
+		add("size %d bytes is outside 1 B..1 GiB", s.Size)
+	}
+	if s.Iterations < 0 || (s.Iterations == 0 && s.Duration == 0) {
+		add("iterations %d: want at least 1, or a duration", s.Iterations)
+	}
+	if s.Duration < 0 {
+		add("duration %v must not be negative", time.Duration(s.Duration))
+	}
+	if s.Warmup < 0 {
+		add("warmup %d must not be negative", s.Warmup)
+	}
+	if s.QPs < 1 || s.QPs > 4096 {
+		add("qps %d is outside 1..4096", s.QPs)
+	}
+	if s.Threads < 1 || s.Threads > s.QPs {
+		add("threads %d: want 1..qps (%d); each thread drives at least one QP", s.Threads, s.QPs)
+	}
+	for _, c := range s.CPUs {
+		if c < 0 {
+			add("cpu %d is negative", c)
+		}
+	}
+	if s.TxDepth < 1 || s.TxDepth > 16384 {
+		add("tx_depth %d is outside 1..16384", s.TxDepth)
+	}
+	if s.RxDepth < 1 || s.RxDepth > 16384 {
+		add("rx_depth %d is outside 1..16384", s.RxDepth)
+	}
+	if s.CQModeration < 1 || s.CQModeration > s.TxDepth {
+		add("cq_moderation %d: want 1..tx_depth (%d), or the send queue fills before a completion is asked for", s.CQModeration, s.TxDepth)
+	}
+	if s.PostList < 1 || s.PostList > s.TxDepth {
+		add("post_list %d: want 1..tx_depth (%d)", s.PostList, s.TxDepth)
+	}
+	if s.Inline < 0 || s.Inline > 4096 {
+		add("inline %d is outside 0..4096 bytes", s.Inline)
+	}
+	if s.StallTimeout <= 0 {
+		add("stall_timeout %v must be positive", time.Duration(s.StallTimeout))
+	}
+	if err := s.QP.Validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (s TestSpec) checkCombination() error {
+	switch {
+	case s.QPType == UD:
+		return errors.New("qp_type ud is not supported yet; use rc or uc")
+	case s.QPType == UC && (s.Op == OpRead || s.Op.Atomic()):
+		return fmt.Errorf("op %s needs a response from the target, and UC has none; use qp_type rc", s.Op)
+	case s.Op.Atomic() && s.Size != 8:
+		return fmt.Errorf("op %s works on one 8-byte word; size must be 8, not %d", s.Op, s.Size)
+	case s.Measure == MeasureLatency && s.Mode == ModeEvent && s.Op == OpWrite:
+		return errors.New("op write, measure latency, mode event: an RDMA WRITE makes no completion at its target, so its arrival can only be seen by polling memory; use op write_imm for event mode")
+	case s.Bidirectional && s.Measure != MeasureBandwidth:
+		return errors.New("bidirectional applies to measure bandwidth only")
+	case s.Measure == MeasureLatency && s.Op.PingPong() && s.Size < 1:
+		return errors.New("a ping-pong needs at least 1 byte")
+	}
+	return nil
+}
+
+// String is the spec in one line, for logs and error messages.
+func (s TestSpec) String() string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
