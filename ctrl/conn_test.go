@@ -1,0 +1,238 @@
+package ctrl
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// short is the deadline of tests that wait for a silent peer, and slack the
+// most such a test may overrun it by: a bound, not a timing benchmark.
+const (
+	short = 150 * time.Millisecond
+	slack = time.Second
+)
+
+// pipeConn wraps one end of a pipe in a Conn and hands back the raw other
+// end, so the test can play a peer that breaks the protocol.
+func pipeConn(t *testing.T, o Options) (*Conn, net.Conn) {
+	t.Helper()
+	a, b := net.Pipe()
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return NewConn(a, o), b
+}
+
+// write sends bytes from the raw end without blocking the test (pipe writes
+// wait for the reader); then, if close, hangs up.
+func write(raw net.Conn, close bool, chunks ...[]byte) {
+	go func() {
+		for _, c := range chunks {
+			if _, err := raw.Write(c); err != nil {
+				return
+			}
+		}
+		if close {
+			raw.Close()
+		}
+	}()
+}
+
+func wantErr(t *testing.T, err error, subs ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want one containing %q", subs)
+	}
+	for _, s := range subs {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q\ndoes not contain %q", err, s)
+		}
+	}
+}
+
+type spec struct {
+	Op    string `json:"op"`
+	Iters int    `json:"iters"`
+}
+
+func TestSendRecv(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	ca, cb := NewConn(a, Options{}), NewConn(b, Options{})
+	ctx := context.Background()
+	sent := spec{Op: "write", Iters: 1000}
+	errc := make(chan error, 1)
+	go func() {
+		err := ca.Send(ctx, KindSpec, sent)
+		if err == nil {
+			err = ca.Send(ctx, KindReady, nil)
+		}
+		if err == nil {
+			err = ca.SendError(ctx, "no device mlx5_9 on the responder")
+		}
+		errc <- err
+	}()
+	var got spec
+	if err := cb.Recv(ctx, KindSpec, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got != sent {
+		t.Errorf("got %+v, want %+v", got, sent)
+	}
+	kind, payload, err := cb.RecvAny(ctx)
+	if err != nil || kind != KindReady || payload != nil {
+		t.Errorf("RecvAny = %s, %q, %v; want ready, no payload, no error", kind, payload, err)
+	}
+	err = cb.Recv(ctx, KindResult, nil)
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Msg != "no device mlx5_9 on the responder" || errors.Is(err, ErrAuth) {
+		t.Errorf("got %v, want a RemoteError with the message", err)
+	}
+	wantErr(t, err, "ctrl: peer pipe reported: no device mlx5_9 on the responder")
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRecvErrors(t *testing.T) {
+	mid := append(header("RDMR", Version, KindSpecOK, 100), "0123456789"...)
+	for _, tc := range []struct {
+		name   string
+		peer   [][]byte // what the raw peer writes
+		hangUp bool     // then it closes
+		into   any
+		want   []string
+		is     []error
+		sticky bool // the next Recv fails the same way at once
+	}{
+		{name: "other kind", peer: [][]byte{rawFrame(Version, KindResult, `{}`)},
+			want: []string{"ctrl: waiting for spec-ok: got result from pipe, but this end expects spec-ok next"}},
+		{name: "bye", peer: [][]byte{rawFrame(Version, KindBye, ``)}, want: []string{"the peer said bye from pipe, but this end expects spec-ok"}},
+		{name: "error frame", peer: [][]byte{rawFrame(Version, KindError, `{"message":"out of memory"}`)}, want: []string{"ctrl: peer pipe reported: out of memory"}},
+		{name: "error frame without message", peer: [][]byte{rawFrame(Version, KindError, `[1]`)}, want: []string{`reported: an error it did not explain (payload "[1]")`}},
+		{name: "auth refusal", peer: [][]byte{rawFrame(Version, KindError, `{"code":"auth","message":"authentication failed"}`)},
+			want: []string{"reported: authentication failed"}, is: []error{ErrAuth}},
+		{name: "wrong shape", peer: [][]byte{rawFrame(Version, KindSpecOK, `{"iters":"many"}`)}, into: &spec{},
+			want: []string{"ctrl: reading spec-ok: spec-ok from pipe does not decode into *ctrl.spec: json: cannot unmarshal"}},
+		{name: "no payload", peer: [][]byte{rawFrame(Version, KindSpecOK, ``)}, into: &spec{},
+			want: []string{"spec-ok from pipe has no payload, but one was expected"}},
+		{name: "HTTP", peer: [][]byte{[]byte("GET / HTTP/1.1\r\n\r\n")}, sticky: true,
+			want: []string{`ctrl: waiting for spec-ok: frame from pipe has magic 0x47455420 ("GET "), not an rdmarun control frame; it looks like HTTP`}},
+		{name: "silent", want: []string{"ctrl: peer pipe went silent for 150ms while waiting for spec-ok"},
+			is: []error{os.ErrDeadlineExceeded}},
+		{name: "silent mid-frame", peer: [][]byte{mid}, sticky: true, is: []error{os.ErrDeadlineExceeded},
+			want: []string{"ctrl: peer pipe went silent for 150ms in the middle of a spec-ok frame (22 of 112 bytes) while waiting for spec-ok"}},
+		{name: "closed", hangUp: true, sticky: true, is: []error{io.EOF},
+			want: []string{"ctrl: peer pipe closed the control connection while waiting for spec-ok"}},
+		{name: "closed mid-header", peer: [][]byte{[]byte("RDMR\x00")}, hangUp: true, sticky: true, is: []error{io.ErrUnexpectedEOF},
+			want: []string{"ctrl: peer pipe closed the control connection in the middle of a frame header (5 of 12 bytes) while waiting for spec-ok"}},
+		{name: "closed mid-payload", peer: [][]byte{mid}, hangUp: true, sticky: true,
+			want: []string{"closed the control connection in the middle of a spec-ok frame (22 of 112 bytes) while waiting for spec-ok"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, raw := pipeConn(t, Options{Timeout: short})
+			write(raw, tc.hangUp, tc.peer...)
+			start := time.Now()
+			err := c.Recv(context.Background(), KindSpecOK, tc.into)
+			if d := time.Since(start); d > short+slack {
+				t.Errorf("Recv took %s with a %s timeout", d, short)
+			}
+			wantErr(t, err, tc.want...)
+			for _, target := range tc.is {
+				if !errors.Is(err, target) {
+					t.Errorf("errors.Is(%v, %v) is false", err, target)
+				}
+			}
+			if tc.sticky {
+				start = time.Now()
+				again := c.Recv(context.Background(), KindSpecOK, tc.into)
+				if again != err || time.Since(start) > short/2 {
+					t.Errorf("second Recv: %v after %s, want the same error at once", again, time.Since(start))
+				}
+			}
+		})
+	}
+}
+
+// A deadline or cancellation that strikes before the first byte leaves the
+// stream in step, so a caller may wait again.
+func TestRecvContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want string
+		is   error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), short) },
+			"ctrl: peer pipe went silent for 150ms while waiting for result", context.DeadlineExceeded},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(short/2, cancel)
+			return ctx, cancel
+		}, "ctrl: waiting for result from pipe: stopped: context canceled", context.Canceled},
+		{"already cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		}, "ctrl: waiting for result from pipe: context canceled", context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A long Conn timeout shows the context's deadline is the one used.
+			c, raw := pipeConn(t, Options{Timeout: time.Minute})
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			start := time.Now()
+			err := c.Recv(ctx, KindResult, nil)
+			if d := time.Since(start); d > short+slack {
+				t.Errorf("Recv took %s", d)
+			}
+			wantErr(t, err, tc.want)
+			if !errors.Is(err, tc.is) {
+				t.Errorf("errors.Is(%v, %v) is false", err, tc.is)
+			}
+			write(raw, false, rawFrame(Version, KindResult, `{}`))
+			if err := c.Recv(context.Background(), KindResult, nil); err != nil {
+				t.Errorf("Recv after the interrupted one: %v", err)
+			}
+		})
+	}
+}
+
+func TestSendErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		peer func(raw net.Conn) // what the raw peer does first
+		kind Kind
+		v    any
+		want string
+	}{
+		{name: "error kind", kind: KindError, v: "x", want: "ctrl: send errors with SendError"},
+		{name: "unknown kind", kind: 99, want: "ctrl: cannot send message kind 99: not a kind of this protocol"},
+		{name: "not JSON", kind: KindSpec, v: make(chan int), want: "ctrl: encoding the spec message as JSON: json: unsupported type: chan int"},
+		{name: "too large", o: Options{MaxPayload: 16}, kind: KindSpec, v: spec{Op: "write"},
+			want: "ctrl: the spec message is 24 bytes of JSON, over the 16-byte frame limit; raise Options.MaxPayload on both ends"},
+		{name: "peer not reading", o: Options{Timeout: short}, kind: KindSpec, v: spec{},
+			want: "ctrl: peer pipe took nothing of the spec message for 150ms (it stopped reading)"},
+		{name: "peer gone", peer: func(raw net.Conn) { raw.Close() }, kind: KindSpec, v: spec{},
+			want: "ctrl: peer pipe closed the control connection before the spec message could be sent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, raw := pipeConn(t, tc.o)
+			if tc.peer != nil {
+				tc.peer(raw)
+			}
+			start := time.Now()
+			err := c.Send(context.Background(), tc.kind, tc.v)
+			if d := time.Since(start); d > short+slack {
+				t.Errorf("Send took %s", d)
+			}
+			wantErr(t, err, tc.want)
+		})
+	}
+}
