@@ -166,3 +166,28 @@ type EndpointInfo struct {
 	ActiveMTU int      `json:"active_mtu_bytes"`
 	MaxInline int      `json:"max_inline_bytes"`
 }
+
+// PairConfig fills in the endpoint settings a spec needs (queues, QPs,
+// channels, buffer size) on two endpoint configs that name the devices.
+func PairConfig(spec TestSpec, requester, responder EndpointConfig) (EndpointConfig, EndpointConfig) {
+	return SpecConfig(spec, requester), SpecConfig(spec, responder)
+}
+
+// SpecConfig fills in the endpoint settings spec needs on c.
+func SpecConfig(spec TestSpec, c EndpointConfig) EndpointConfig {
+	spec = spec.WithDefaults()
+	c.MaxMessage = max(c.MaxMessage, spec.Size)
+	c.QPs = spec.QPs
+	c.QPType = spec.QPType
+	c.SQDepth = spec.TxDepth
+	c.RQDepth = spec.RxDepth
+	c.MaxInline = spec.Inline
+	if spec.Inline == 0 {
+		c.MaxInline = -1
+	}
+	c.Channels = 0
+	if spec.Mode == ModeEvent {
+		c.Channels = spec.Threads
+	}
+	return c
+}

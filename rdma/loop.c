@@ -26,7 +26,7 @@
 #define EVENT_SLICE_MS 100
 
 enum { WANT_SEND, WANT_RECV };
-enum { DONE = 1 }; // returned by responder waits when the senders finished
+enum { DONE = 1 }; // returned by responder waits when the peer's senders finished
 
 int64_t rr_now_ns(void)
 {
@@ -40,9 +40,14 @@ void rr_request_stop(struct rr_run *r)
 	r->stop = 1;
 }
 
-void rr_senders_done(struct rr_run *r)
+void rr_peer_done(struct rr_run *r)
 {
-	r->senders_done = 1;
+	r->peer_done = 1;
+}
+
+int rr_own_done(struct rr_run *r)
+{
+	return r->own_done;
 }
 
 static int wfail(struct rr_worker *w, int kind)
@@ -201,7 +206,7 @@ static int wait_q(struct rr_worker *w, struct rr_qp_io *q, int want, uint64_t ta
 			return -1;
 		if (n > 0)
 			continue;
-		if (done_ok && w->run->senders_done)
+		if (done_ok && w->run->peer_done)
 			return DONE;
 		if (w->ch) {
 			if (arm(w, q))
@@ -232,7 +237,7 @@ static int wait_byte(struct rr_worker *w, struct rr_qp_io *q, uint8_t seq, int d
 			continue;
 		if (q->completed < q->posted && poll_q(w, q, 0) < 0)
 			return -1;
-		if (done_ok && w->run->senders_done)
+		if (done_ok && w->run->peer_done)
 			return DONE;
 		if (check(w, &since, RR_WAIT_PEER_DATA))
 			return -1;
@@ -288,10 +293,9 @@ static void prepare_wrs(struct rr_worker *w, struct rr_qp_io *q)
 		memset(wr, 0, sizeof(*wr));
 		sge->lkey = q->lkey;
 		sge->length = r->size;
-		// Reads land in the receive area, so that the data the peer
-		// holds there can be checked; everything else leaves from the
-		// send area.
-		sge->addr = (uintptr_t)(r->op == RR_READ ? q->rbuf : q->sbuf);
+		// Reads and atomics bring their data back into the send area;
+		// the receive area is what the peer reads and writes.
+		sge->addr = (uintptr_t)q->sbuf;
 		wr->sg_list = sge;
 		wr->num_sge = 1;
 		wr->opcode = send_opcode(r->op);
@@ -481,6 +485,15 @@ static int bw_post(struct rr_worker *w, struct rr_qp_io *q, uint64_t total, int6
 	return posted;
 }
 
+// Counts a worker's senders as finished; the last one tells Go (through
+// own_done), which tells the peer.
+static void sender_finished(struct rr_worker *w)
+{
+	struct rr_run *r = w->run;
+	if (__atomic_add_fetch(&r->finished_senders, 1, __ATOMIC_ACQ_REL) == r->nsenders)
+		r->own_done = 1;
+}
+
 static int bw_worker(struct rr_worker *w)
 {
 	struct rr_run *r = w->run;
@@ -491,6 +504,7 @@ static int bw_worker(struct rr_worker *w)
 	int sdone[w->nq];  // every posted WR completed
 	int64_t since = 0;
 	uint32_t spins = 0;
+	int senders_finished = 0;
 	memset(closed, 0, sizeof(closed));
 	memset(sdone, 0, sizeof(sdone));
 	w->t_begin = rr_now_ns();
@@ -519,16 +533,23 @@ static int bw_worker(struct rr_worker *w)
 				if (closed[k] && q->completed == q->posted) {
 					sdone[k] = 1;
 					q->t_last_comp = rr_now_ns();
-					if (q->peer)
-						q->peer->expect_recv_final = q->posted;
 				} else {
 					pending = 1;
 				}
 			}
-			if (receiver) {
-				uint64_t want = r->duration_ns ? q->expect_recv_final : r->iters;
-				if (want == 0 || q->received < want)
-					pending = 1;
+			// A duration run's receiver cannot know the count; it stops
+			// once the peer's senders are done and its CQ is empty. On
+			// RC every completed send was received, so nothing is lost.
+			if (receiver && (r->duration_ns ? !(r->peer_done && n == 0) : q->received < r->iters))
+				pending = 1;
+		}
+		if (sender && !senders_finished) {
+			int all = 1;
+			for (int k = 0; k < w->nq; k++)
+				all &= sdone[k];
+			if (all) {
+				senders_finished = 1;
+				sender_finished(w);
 			}
 		}
 		if (!pending)
@@ -622,10 +643,10 @@ static void *worker_main(void *arg)
 		else
 			lat_responder(w);
 	}
-	if (w->role & RR_ROLE_SEND) {
-		if (__atomic_add_fetch(&r->finished_senders, 1, __ATOMIC_ACQ_REL) == r->nsenders)
-			r->senders_done = 1;
-	}
+	// A bandwidth sender reports itself as soon as its sending is done;
+	// one that failed or only measured latency reports here.
+	if ((w->role & RR_ROLE_SEND) && !(r->measure == RR_BANDWIDTH && w->fail == RR_OK))
+		sender_finished(w);
 	return NULL;
 }
 

@@ -18,6 +18,8 @@ type Result struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// Events counts completion-channel events consumed (event mode).
 	Events uint64 `json:"events,omitempty"`
+	// Sides holds CPU time and port counter deltas: requester, responder.
+	Sides []SideSummary `json:"sides"`
 }
 
 // LatencyStats are the round-trip times of a latency run. RTT is measured

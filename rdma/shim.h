@@ -91,8 +91,6 @@ struct rr_qp_io {
 	int64_t t_first_post, t_last_comp, t_first_recv, t_last_recv;
 	uint64_t atomic_next; // the value the remote word should hold next
 	uint8_t seq;          // ping-pong sequence byte of this QP
-	volatile uint64_t expect_recv_final; // set when the sender's count is known
-	struct rr_qp_io *peer; // loopback: the other end, to hand it the final count
 	struct ibv_send_wr *wrs; // post_list WRs, chained; filled by the worker
 	struct ibv_sge *sges;
 };
@@ -144,9 +142,10 @@ struct rr_run {
 	int64_t duration_ns; // 0: run iters
 	int64_t stall_ns;
 
-	volatile int stop;         // set by a failing worker, or by Go to end a run early
-	volatile int senders_done; // every sender of the run (or, remote, the peer) is done
-	int nsenders;              // workers of this process with RR_ROLE_SEND
+	volatile int stop;      // set by a failing worker, or by Go to end a run early
+	volatile int peer_done; // set by Go: every sender on the other side has finished
+	volatile int own_done;  // set here when every sender of this run has finished
+	int nsenders;           // workers of this run with RR_ROLE_SEND
 	int finished_senders;
 	int arrived; // barrier
 	struct rr_worker *w;
@@ -173,7 +172,8 @@ int rr_prepare(struct rr_run *r);
 // for all of them. Returns 0, or -1 with the first worker's failure set.
 int rr_run_workers(struct rr_run *r);
 void rr_request_stop(struct rr_run *r);
-void rr_senders_done(struct rr_run *r);
+void rr_peer_done(struct rr_run *r);
+int rr_own_done(struct rr_run *r);
 int64_t rr_now_ns(void);
 
 #endif

@@ -174,6 +174,7 @@ type TestSpec struct {
 	Inline        int      `json:"inline"`    // largest message sent inline; 0: none
 	Bidirectional bool     `json:"bidirectional,omitempty"`
 	Validate      bool     `json:"validate,omitempty"` // write a pattern and check it arrived
+	Seed          uint64   `json:"seed,omitempty"`     // of the validation pattern; both ends derive it
 	StallTimeout  Duration `json:"stall_timeout"`
 	QP            QPAttrs  `json:"qp_attrs"`
 }

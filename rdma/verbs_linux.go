@@ -12,7 +12,6 @@ package rdma
 import "C"
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -27,6 +26,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/rdmarun/rdmarun/portstats"
 	"golang.org/x/sys/unix"
 )
 
@@ -462,27 +462,6 @@ type Pair struct {
 	Requester, Responder *Endpoint
 }
 
-// PairConfig builds the endpoint configs a spec needs on two devices.
-func PairConfig(spec TestSpec, requester, responder EndpointConfig) (EndpointConfig, EndpointConfig) {
-	spec = spec.WithDefaults()
-	for _, c := range []*EndpointConfig{&requester, &responder} {
-		c.MaxMessage = max(c.MaxMessage, spec.Size)
-		c.QPs = spec.QPs
-		c.QPType = spec.QPType
-		c.SQDepth = spec.TxDepth
-		c.RQDepth = spec.RxDepth
-		c.MaxInline = spec.Inline
-		if spec.Inline == 0 {
-			c.MaxInline = -1
-		}
-		c.Channels = 0
-		if spec.Mode == ModeEvent {
-			c.Channels = spec.Threads
-		}
-	}
-	return requester, responder
-}
-
 // NewLoopbackPair creates both endpoints and connects them.
 func NewLoopbackPair(requester, responder EndpointConfig, attrs QPAttrs) (*Pair, error) {
 	a, err := NewEndpoint(requester)
@@ -511,6 +490,186 @@ func (p *Pair) Close() error {
 	return errors.Join(p.Requester.Close(), p.Responder.Close())
 }
 
+// Run runs spec between the pair's endpoints, each side in its own
+// threads as if the other were remote. ctx ends the run early (the result
+// then is an error).
+func (p *Pair) Run(ctx context.Context, spec TestSpec) (*Result, error) {
+	spec, err := Normalize(spec)
+	if err != nil {
+		return nil, err
+	}
+	reqRole, respRole := Roles(spec)
+	resp, err := p.Responder.Prepare(spec, 1, respRole, p.Requester.Info())
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Close()
+	req, err := p.Requester.Prepare(spec, 0, reqRole, p.Responder.Info())
+	if err != nil {
+		return nil, err
+	}
+	defer req.Close()
+	resp.Start()
+	req.Start()
+	Link(ctx, req, resp)
+	reqRes, reqErr := req.Result()
+	respRes, respErr := resp.Result()
+	if err := FirstError(reqErr, respErr); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("rdma: run stopped: %w", ctx.Err())
+		}
+		return nil, err
+	}
+	return Assemble(req.spec, p.Requester.Info(), p.Responder.Info(), reqRes, respRes), nil
+}
+
+// SideRun is one side of a test, prepared on its endpoint: its workers,
+// their QP views and histograms in C memory, and the counters and CPU time
+// taken around the run.
+type SideRun struct {
+	e      *Endpoint
+	spec   TestSpec
+	side   int // 0 requester, 1 responder
+	role   Role
+	c      *cRun
+	ws     []*C.struct_rr_worker
+	qio    []*C.struct_rr_qp_io
+	before portstats.Counters
+	after  portstats.Counters
+	cpu    portstats.CPUUsage
+	done   chan struct{}
+	rc     C.int
+}
+
+// Prepare lays out one side of spec on the endpoint, fills its buffers and
+// posts its receives: after Prepare the peer may start sending. side is 0
+// for the requester, 1 for the responder.
+func (e *Endpoint) Prepare(spec TestSpec, side int, role Role, peer EndpointInfo) (*SideRun, error) {
+	spec, err := Normalize(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.fits(spec); err != nil {
+		return nil, err
+	}
+	if len(peer.QPNs) != spec.QPs {
+		return nil, fmt.Errorf("rdma: the peer has %d QPs, the test wants %d", len(peer.QPNs), spec.QPs)
+	}
+	s := &SideRun{e: e, spec: spec, side: side, role: role, done: make(chan struct{})}
+	fillBuffers(spec, e, side)
+	if s.c, err = s.build(peer); err != nil {
+		return nil, err
+	}
+	if C.rr_prepare(s.c.r) != 0 {
+		err := s.error()
+		s.c.free()
+		return nil, err
+	}
+	// Counters are best effort: a driver may lack them, and the test
+	// should not fail for it.
+	s.before, _ = portstats.Snapshot("", e.cfg.Device, e.cfg.Port)
+	return s, nil
+}
+
+// Start runs the workers in the background.
+func (s *SideRun) Start() {
+	go func() {
+		span := portstats.StartCPU()
+		s.rc = C.rr_run_workers(s.c.r)
+		s.cpu = span.Stop()
+		s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
+		close(s.done)
+	}()
+}
+
+// Done is closed when the workers have returned.
+func (s *SideRun) Done() <-chan struct{} { return s.done }
+
+// Finished reports whether the workers have returned.
+func (s *SideRun) Finished() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Failed reports whether a finished side failed.
+func (s *SideRun) Failed() bool { return s.Finished() && s.rc != 0 }
+
+// OwnDone reports whether every sender of this side has finished.
+func (s *SideRun) OwnDone() bool { return C.rr_own_done(s.c.r) != 0 }
+
+// PeerDone tells this side that every sender of the other side has
+// finished: responders stop waiting for more, receivers drain and stop.
+func (s *SideRun) PeerDone() { C.rr_peer_done(s.c.r) }
+
+// Stop asks the workers to end now; the side then fails with ErrStopped
+// unless it already failed otherwise.
+func (s *SideRun) Stop() { C.rr_request_stop(s.c.r) }
+
+// Result waits for the workers and returns this side's share, or why it
+// failed.
+func (s *SideRun) Result() (*SideResult, error) {
+	<-s.done
+	if s.rc != 0 {
+		return nil, s.error()
+	}
+	r := &SideResult{
+		Device:   s.e.cfg.Device,
+		Role:     s.role,
+		CPU:      CPUUse{UserNs: s.cpu.User.Nanoseconds(), SysNs: s.cpu.Sys.Nanoseconds()},
+		Counters: portstats.Delta(s.before, s.after).NonZero(),
+	}
+	r.lat.min = math.MaxUint64
+	for _, q := range s.qio {
+		r.QPs = append(r.QPs, QPCounts{
+			Posted: uint64(q.posted), Completed: uint64(q.completed), Received: uint64(q.received),
+			FirstPost: int64(q.t_first_post), LastComp: int64(q.t_last_comp),
+			FirstRecv: int64(q.t_first_recv), LastRecv: int64(q.t_last_recv),
+		})
+	}
+	for _, w := range s.ws {
+		r.Events += uint64(w.events)
+		if r.Begin == 0 || (w.t_begin != 0 && int64(w.t_begin) < r.Begin) {
+			r.Begin = int64(w.t_begin)
+		}
+		r.End = max(r.End, int64(w.t_end))
+		if w.hist == nil {
+			continue
+		}
+		if r.hist == nil {
+			r.hist = make([]uint64, C.RR_HIST_BUCKETS)
+		}
+		for i, c := range unsafe.Slice((*uint64)(unsafe.Pointer(w.hist)), C.RR_HIST_BUCKETS) {
+			r.hist[i] += c
+		}
+		r.lat.n += uint64(w.n)
+		r.lat.sum += uint64(w.sum)
+		r.lat.sumsq += float64(w.sumsq)
+		r.lat.min = min(r.lat.min, uint64(w.min))
+		r.lat.max = max(r.lat.max, uint64(w.max))
+	}
+	if s.spec.Validate {
+		if err := checkBuffers(s.spec, s.e, s.side, s.role); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// Close frees the side's C memory; it waits for the workers first.
+func (s *SideRun) Close() {
+	if s.c == nil {
+		return
+	}
+	s.Stop()
+	<-s.done
+	s.c.free()
+	s.c = nil
+}
+
 // fits reports why the endpoint cannot run spec, or nil.
 func (e *Endpoint) fits(spec TestSpec) error {
 	switch {
@@ -530,37 +689,14 @@ func (e *Endpoint) fits(spec TestSpec) error {
 	return nil
 }
 
-// roles says what each side's workers do in a spec: the requester always
-// sends; the responder answers ping-pongs, keeps receives posted, or, in
-// a bidirectional run, sends too. A responder with no role (reads,
-// atomics, one-way writes) runs no thread: the NIC answers alone.
-func roles(spec TestSpec) (requester, responder C.int) {
-	requester = C.RR_ROLE_SEND
-	switch {
-	case spec.Measure == MeasureLatency && spec.Op.PingPong():
-		responder = C.RR_ROLE_RECV
-	case spec.Measure == MeasureBandwidth:
-		if spec.Op.UsesReceive() {
-			responder = C.RR_ROLE_RECV
-		}
-		if spec.Bidirectional {
-			responder |= C.RR_ROLE_SEND
-			if spec.Op.UsesReceive() {
-				requester |= C.RR_ROLE_RECV
-			}
-		}
-	}
-	return requester, responder
-}
-
-// cRun holds the C memory of one run; free releases all of it.
+// cRun holds the C memory of one side's run; free releases all of it.
 type cRun struct {
 	r      *C.struct_rr_run
 	allocs []unsafe.Pointer
 }
 
 func (c *cRun) calloc(n, size uintptr) (unsafe.Pointer, error) {
-	p := C.calloc(C.size_t(n), C.size_t(size))
+	p := C.calloc(C.size_t(max(n, 1)), C.size_t(size))
 	if p == nil {
 		return nil, fmt.Errorf("rdma: allocating %d bytes for the run: %w", n*size, syscall.ENOMEM)
 	}
@@ -575,17 +711,16 @@ func (c *cRun) free() {
 	c.allocs = nil
 }
 
-type sideSetup struct {
-	ep, peer *Endpoint
-	role     C.int
-	workers  []*C.struct_rr_worker
-	qio      []*C.struct_rr_qp_io // by QP index
-}
-
-// build lays out the run: the run struct, one worker per thread and side,
-// each worker's QP views, histograms and WR templates.
-func build(spec TestSpec, sides []*sideSetup) (*cRun, error) {
+// build lays out the side's run: the run struct, one worker per thread,
+// each worker's QP views, histogram and WR templates.
+func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
+	spec, e := s.spec, s.e
 	c := &cRun{}
+	defer func() {
+		if err != nil {
+			c.free()
+		}
+	}()
 	p, err := c.calloc(1, unsafe.Sizeof(C.struct_rr_run{}))
 	if err != nil {
 		return nil, err
@@ -595,7 +730,9 @@ func build(spec TestSpec, sides []*sideSetup) (*cRun, error) {
 	r.op = C.int(spec.Op)
 	r.measure = C.int(spec.Measure)
 	r.size = C.uint32_t(spec.Size)
-	r.max_inline = 0
+	if spec.Inline > 0 {
+		r.max_inline = C.uint32_t(min(e.inline, peer.MaxInline, spec.Inline))
+	}
 	r.tx_depth = C.uint32_t(spec.TxDepth)
 	r.rx_depth = C.uint32_t(spec.RxDepth)
 	r.cq_mod = C.uint32_t(spec.CQModeration)
@@ -610,299 +747,90 @@ func build(spec TestSpec, sides []*sideSetup) (*cRun, error) {
 		r.warmup = C.uint64_t(spec.Warmup)
 	}
 	nw := 0
-	for _, s := range sides {
-		if s.role != 0 {
-			nw += spec.Threads
-		}
-		if s.role&C.RR_ROLE_SEND != 0 {
-			r.nsenders += C.int(spec.Threads)
-		}
-		r.max_inline = C.uint32_t(min(s.ep.inline, s.peer.inline))
+	if s.role != 0 {
+		nw = spec.Threads
 	}
-	if spec.Inline == 0 {
-		r.max_inline = 0
+	if s.role&RoleSend != 0 {
+		r.nsenders = C.int(nw)
 	}
 	if p, err = c.calloc(uintptr(nw), unsafe.Sizeof(C.struct_rr_worker{})); err != nil {
-		c.free()
 		return nil, err
 	}
 	r.w = (*C.struct_rr_worker)(p)
 	r.nw = C.int(nw)
+	s.qio = make([]*C.struct_rr_qp_io, 0, spec.QPs)
+	byQP := make([]*C.struct_rr_qp_io, spec.QPs)
 	workers := unsafe.Slice(r.w, nw)
-	wi := 0
-	for _, s := range sides {
-		s.qio = make([]*C.struct_rr_qp_io, spec.QPs)
-		if s.role == 0 {
-			continue
+	for t := range workers {
+		w := &workers[t]
+		w.role = C.int(s.role)
+		w.side = C.int(s.side)
+		w.cpu = -1
+		if len(spec.CPUs) > 0 {
+			w.cpu = C.int(spec.CPUs[(s.side*spec.Threads+t)%len(spec.CPUs)])
 		}
-		peer := s.peer.Info()
-		for t := range spec.Threads {
-			w := &workers[wi]
-			w.role = s.role
-			w.cpu = -1
-			if len(spec.CPUs) > 0 {
-				w.cpu = C.int(spec.CPUs[wi%len(spec.CPUs)])
-			}
-			if s == sides[1] {
-				w.side = 1
-			}
-			wi++
-			if spec.Mode == ModeEvent {
-				w.ch = s.ep.chans[t%len(s.ep.chans)]
-			}
-			if spec.Measure == MeasureLatency && s.role&C.RR_ROLE_SEND != 0 {
-				if p, err = c.calloc(C.RR_HIST_BUCKETS, 8); err != nil {
-					c.free()
-					return nil, err
-				}
-				w.hist = (*C.uint64_t)(p)
-			}
-			var mine []int
-			for i := t; i < spec.QPs; i += spec.Threads {
-				mine = append(mine, i)
-			}
-			if p, err = c.calloc(uintptr(len(mine)), unsafe.Sizeof(C.struct_rr_qp_io{})); err != nil {
-				c.free()
+		if spec.Mode == ModeEvent {
+			w.ch = e.chans[t%len(e.chans)]
+		}
+		if spec.Measure == MeasureLatency && s.role&RoleSend != 0 {
+			if p, err = c.calloc(C.RR_HIST_BUCKETS, 8); err != nil {
 				return nil, err
 			}
-			w.q = (*C.struct_rr_qp_io)(p)
-			w.nq = C.int(len(mine))
-			ios := unsafe.Slice(w.q, len(mine))
-			for k, i := range mine {
-				q := &ios[k]
-				q.qp = s.ep.qps[i]
-				q.cq = s.ep.cqs[i]
-				q.sbuf = (*C.uint8_t)(unsafe.Pointer(&s.ep.SendArea(i)[0]))
-				q.rbuf = (*C.uint8_t)(unsafe.Pointer(&s.ep.RecvArea(i)[0]))
-				q.lkey = s.ep.mr.lkey
-				q.raddr = C.uint64_t(peer.Addr + uint64(i)*peer.Stride)
-				q.rkey = C.uint32_t(peer.RKey)
-				if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_send_wr{})); err != nil {
-					c.free()
-					return nil, err
-				}
-				q.wrs = (*C.struct_ibv_send_wr)(p)
-				if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_sge{})); err != nil {
-					c.free()
-					return nil, err
-				}
-				q.sges = (*C.struct_ibv_sge)(p)
-				s.qio[i] = q
-			}
-			s.workers = append(s.workers, w)
+			w.hist = (*C.uint64_t)(p)
 		}
-	}
-	// In one process a sender can tell the receiver on the other side
-	// how many messages to expect once a duration run ends.
-	if len(sides) == 2 {
-		for i := range spec.QPs {
-			a, b := sides[0].qio[i], sides[1].qio[i]
-			if a != nil && b != nil {
-				a.peer, b.peer = b, a
+		var mine []int
+		for i := t; i < spec.QPs; i += spec.Threads {
+			mine = append(mine, i)
+		}
+		if p, err = c.calloc(uintptr(len(mine)), unsafe.Sizeof(C.struct_rr_qp_io{})); err != nil {
+			return nil, err
+		}
+		w.q = (*C.struct_rr_qp_io)(p)
+		w.nq = C.int(len(mine))
+		ios := unsafe.Slice(w.q, len(mine))
+		for k, i := range mine {
+			q := &ios[k]
+			q.qp = e.qps[i]
+			q.cq = e.cqs[i]
+			q.sbuf = (*C.uint8_t)(unsafe.Pointer(&e.SendArea(i)[0]))
+			q.rbuf = (*C.uint8_t)(unsafe.Pointer(&e.RecvArea(i)[0]))
+			q.lkey = e.mr.lkey
+			q.raddr = C.uint64_t(peer.Addr + uint64(i)*peer.Stride)
+			q.rkey = C.uint32_t(peer.RKey)
+			if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_send_wr{})); err != nil {
+				return nil, err
 			}
+			q.wrs = (*C.struct_ibv_send_wr)(p)
+			if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_sge{})); err != nil {
+				return nil, err
+			}
+			q.sges = (*C.struct_ibv_sge)(p)
+			byQP[i] = q
+		}
+		s.ws = append(s.ws, w)
+	}
+	for _, q := range byQP {
+		if q != nil {
+			s.qio = append(s.qio, q)
 		}
 	}
 	return c, nil
 }
 
-// Run runs spec between the pair's endpoints: the requester's workers
-// post, the responder's answer or receive. ctx ends the run early (the
-// result then is an error).
-func (p *Pair) Run(ctx context.Context, spec TestSpec) (*Result, error) {
-	spec = spec.WithDefaults()
-	if err := spec.Check(); err != nil {
-		return nil, err
-	}
-	for _, e := range []*Endpoint{p.Requester, p.Responder} {
-		if err := e.fits(spec); err != nil {
-			return nil, err
+// error turns the first real failure of a worker into a typed error. A
+// worker that only stopped because another failed explains nothing.
+func (s *SideRun) error() error {
+	var w *C.struct_rr_worker
+	for _, x := range s.ws {
+		if x.fail != C.RR_OK && x.fail != C.RR_FAIL_STOPPED {
+			w = x
+			break
 		}
 	}
-	reqRole, respRole := roles(spec)
-	sides := []*sideSetup{
-		{ep: p.Requester, peer: p.Responder, role: reqRole},
-		{ep: p.Responder, peer: p.Requester, role: respRole},
+	if w == nil {
+		return ErrStopped
 	}
-	prepareBuffers(spec, p)
-	c, err := build(spec, sides)
-	if err != nil {
-		return nil, err
-	}
-	defer c.free()
-	if C.rr_prepare(c.r) != 0 {
-		return nil, runError(c.r, sides, spec)
-	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			C.rr_request_stop(c.r)
-		case <-done:
-		}
-	}()
-	rc := C.rr_run_workers(c.r)
-	close(done)
-	if rc != 0 {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("rdma: run stopped: %w", ctx.Err())
-		}
-		return nil, runError(c.r, sides, spec)
-	}
-	res := &Result{Spec: spec, Requester: p.Requester.Info(), Responder: p.Responder.Info()}
-	res.Spec.QP = p.Requester.attrs
-	collect(res, spec, sides)
-	if spec.Validate {
-		if err := checkBuffers(spec, p); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
-}
-
-// prepareBuffers zeroes what the loops watch and, with validation, fills
-// what travels with a random pattern.
-func prepareBuffers(spec TestSpec, p *Pair) {
-	for i := range spec.QPs {
-		for _, e := range []*Endpoint{p.Requester, p.Responder} {
-			s, r := e.SendArea(i)[:spec.Size], e.RecvArea(i)[:spec.Size]
-			clear(r)
-			if spec.Validate {
-				_, _ = rand.Read(s)
-				if spec.Op == OpRead {
-					_, _ = rand.Read(r)
-				}
-			}
-			if spec.Op.Atomic() {
-				clear(s)
-			}
-		}
-	}
-}
-
-// checkBuffers compares what arrived with what was sent. The last byte of
-// a ping-pong message carries its sequence number, so it is left out.
-func checkBuffers(spec TestSpec, p *Pair) error {
-	n := spec.Size
-	if spec.Measure == MeasureLatency && (spec.Op == OpWrite || spec.Op == OpSend || spec.Op == OpSendImm) {
-		n--
-	}
-	type flow struct{ from, to *Endpoint }
-	var flows []flow
-	switch {
-	case spec.Op == OpRead:
-		// A read copies the responder's receive area into the requester's.
-		for i := range spec.QPs {
-			if !bytes.Equal(p.Responder.RecvArea(i)[:n], p.Requester.RecvArea(i)[:n]) {
-				return &ValidationError{Op: spec.Op, QP: i, What: fmt.Sprintf("the %d bytes read from %s differ from what it holds", n, p.Responder.cfg.Device)}
-			}
-		}
-		return nil
-	case spec.Op.Atomic():
-		for i := range spec.QPs {
-			got := binary.LittleEndian.Uint64(p.Responder.RecvArea(i)[:8])
-			if spec.Measure == MeasureLatency && spec.Duration == 0 {
-				want := uint64(spec.Warmup + spec.Iterations)
-				if got != want {
-					return &ValidationError{Op: spec.Op, QP: i, What: fmt.Sprintf("the target word holds %d after %d operations", got, want)}
-				}
-			}
-		}
-		return nil
-	default:
-		flows = append(flows, flow{p.Requester, p.Responder})
-		if spec.Measure == MeasureLatency || spec.Bidirectional {
-			flows = append(flows, flow{p.Responder, p.Requester})
-		}
-	}
-	for _, f := range flows {
-		for i := range spec.QPs {
-			if !bytes.Equal(f.from.SendArea(i)[:n], f.to.RecvArea(i)[:n]) {
-				return &ValidationError{Op: spec.Op, QP: i, What: fmt.Sprintf("what %s received differs from what %s sent", f.to.cfg.Device, f.from.cfg.Device)}
-			}
-		}
-	}
-	return nil
-}
-
-func collect(res *Result, spec TestSpec, sides []*sideSetup) {
-	if spec.Measure == MeasureLatency {
-		h := NewHistogram()
-		m := moments{min: math.MaxUint64}
-		var begin, end int64
-		for _, w := range sides[0].workers {
-			addBuckets(h, unsafe.Slice((*uint64)(unsafe.Pointer(w.hist)), C.RR_HIST_BUCKETS))
-			m.n += uint64(w.n)
-			m.sum += uint64(w.sum)
-			m.sumsq += float64(w.sumsq)
-			m.min = min(m.min, uint64(w.min))
-			m.max = max(m.max, uint64(w.max))
-			if begin == 0 || int64(w.t_begin) < begin {
-				begin = int64(w.t_begin)
-			}
-			end = max(end, int64(w.t_end))
-		}
-		rtt := summaryOf(m, h)
-		res.Latency = &LatencyStats{RTT: rtt, Histogram: h}
-		if spec.Op.OneWay() {
-			half := rtt.Half()
-			res.Latency.OneWay = &half
-		}
-		res.Elapsed = time.Duration(end - begin)
-	} else {
-		bw := &BandwidthStats{PerQP: make([][]Direction, spec.QPs)}
-		var first, last int64
-		for si, s := range sides {
-			if s.role&C.RR_ROLE_SEND == 0 {
-				continue
-			}
-			from, to := s.ep.cfg.Device, s.peer.cfg.Device
-			if spec.Op == OpRead {
-				from, to = to, from
-			}
-			var msgs uint64
-			var f, l int64
-			for i, q := range s.qio {
-				d := newDirection(from, to, uint64(q.completed), spec.Size, int64(q.t_first_post), int64(q.t_last_comp))
-				bw.PerQP[i] = append(bw.PerQP[i], d)
-				msgs += uint64(q.completed)
-				if f == 0 || int64(q.t_first_post) < f {
-					f = int64(q.t_first_post)
-				}
-				l = max(l, int64(q.t_last_comp))
-			}
-			bw.Directions = append(bw.Directions, newDirection(from, to, msgs, spec.Size, f, l))
-			if si == 0 || f < first {
-				first = f
-			}
-			last = max(last, l)
-		}
-		res.Bandwidth = bw
-		res.Elapsed = time.Duration(last - first)
-	}
-	for _, s := range sides {
-		for _, w := range s.workers {
-			res.Events += uint64(w.events)
-		}
-	}
-}
-
-// runError turns the first real failure of any worker into a typed error.
-// A worker that only stopped because another failed explains nothing.
-func runError(r *C.struct_rr_run, sides []*sideSetup, spec TestSpec) error {
-	var first *C.struct_rr_worker
-	var side *sideSetup
-	for _, s := range sides {
-		for _, w := range s.workers {
-			if w.fail != C.RR_OK && w.fail != C.RR_FAIL_STOPPED && first == nil {
-				first, side = w, s
-			}
-		}
-	}
-	if first == nil {
-		return errors.New("rdma: the run stopped without a recorded cause")
-	}
-	dev := side.ep.cfg.Device
-	w := first
+	dev := s.e.cfg.Device
 	switch w.fail {
 	case C.RR_FAIL_POST:
 		return &VerbsError{Op: "ibv_post_send/recv", Device: dev, Errno: syscall.Errno(w.err_errno)}
@@ -913,7 +841,7 @@ func runError(r *C.struct_rr_run, sides []*sideSetup, spec TestSpec) error {
 	case C.RR_FAIL_THREAD:
 		return fmt.Errorf("rdma: starting or pinning a worker thread on %s: %w (is the CPU list valid?)", dev, syscall.Errno(w.err_errno))
 	case C.RR_FAIL_VALIDATE:
-		return &ValidationError{Op: spec.Op, QP: -1, What: fmt.Sprintf("%s returned a value other than the one the target word held, at iteration %d", spec.Op, uint64(w.fail_iter))}
+		return &ValidationError{Op: s.spec.Op, QP: -1, What: fmt.Sprintf("%s returned a value other than the one the target word held, at iteration %d", s.spec.Op, uint64(w.fail_iter))}
 	case C.RR_FAIL_WC:
 		return &CompletionError{
 			Status:      WCStatus(w.wc_status),
@@ -930,7 +858,7 @@ func runError(r *C.struct_rr_run, sides []*sideSetup, spec TestSpec) error {
 			C.RR_WAIT_SEND_COMP: "send completions",
 			C.RR_WAIT_RECV_COMP: "a receive completion (the peer's message)",
 		}[C.int(w.waiting)]
-		return &StallError{Waited: time.Duration(spec.StallTimeout), Waiting: what, Device: dev, Iteration: uint64(w.fail_iter)}
+		return &StallError{Waited: time.Duration(s.spec.StallTimeout), Waiting: what, Device: dev, Iteration: uint64(w.fail_iter)}
 	}
 	return fmt.Errorf("rdma: run failed with unknown code %d", int(w.fail))
 }

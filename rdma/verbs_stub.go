@@ -39,11 +39,6 @@ type Pair struct {
 	Requester, Responder *Endpoint
 }
 
-// PairConfig returns the configs unchanged in this build.
-func PairConfig(_ TestSpec, requester, responder EndpointConfig) (EndpointConfig, EndpointConfig) {
-	return requester, responder
-}
-
 // NewLoopbackPair needs libibverbs; this build has none.
 func NewLoopbackPair(EndpointConfig, EndpointConfig, QPAttrs) (*Pair, error) {
 	return nil, ErrNotSupported
@@ -54,3 +49,38 @@ func (*Pair) Close() error { return nil }
 
 // Run needs libibverbs; this build has none.
 func (*Pair) Run(context.Context, TestSpec) (*Result, error) { return nil, ErrNotSupported }
+
+// SideRun needs libibverbs; this build has none.
+type SideRun struct{}
+
+// Prepare needs libibverbs; this build has none.
+func (*Endpoint) Prepare(TestSpec, int, Role, EndpointInfo) (*SideRun, error) {
+	return nil, ErrNotSupported
+}
+
+// Start does nothing in this build.
+func (*SideRun) Start() {}
+
+// Done is always closed in this build.
+func (*SideRun) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// OwnDone is always true in this build.
+func (*SideRun) OwnDone() bool { return true }
+
+// PeerDone does nothing in this build.
+func (*SideRun) PeerDone() {}
+
+// Stop does nothing in this build.
+func (*SideRun) Stop() {}
+
+// Result needs libibverbs; this build has none.
+func (*SideRun) Result() (*SideResult, error) { return nil, ErrNotSupported }
+
+// Close does nothing in this build.
+func (*SideRun) Close() {}
+
+// Finished is always true in this build.
+func (*SideRun) Finished() bool { return true }
+
+// Failed is always true in this build.
+func (*SideRun) Failed() bool { return true }
