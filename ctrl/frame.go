@@ -46,6 +46,9 @@ const (
 	KindStart
 	KindResult
 	KindBye
+	// KindDone says every sender on this side has finished: the peer's
+	// responders stop waiting and its receivers drain.
+	KindDone
 	kindEnd // one past the last kind; not a kind
 )
 
@@ -62,6 +65,7 @@ var kindNames = [...]string{
 	KindStart:     "start",
 	KindResult:    "result",
 	KindBye:       "bye",
+	KindDone:      "done",
 }
 
 func (k Kind) String() string {

@@ -154,8 +154,8 @@ func TestKindString(t *testing.T) {
 	for k, want := range map[Kind]string{
 		KindHello: "hello", KindError: "error", KindChallenge: "challenge", KindAuth: "auth",
 		KindAuthOK: "auth-ok", KindSpec: "spec", KindSpecOK: "spec-ok", KindEndpoints: "endpoints",
-		KindReady: "ready", KindStart: "start", KindResult: "result", KindBye: "bye",
-		0: "kind(0)", kindEnd: "kind(13)", 65535: "kind(65535)",
+		KindReady: "ready", KindStart: "start", KindResult: "result", KindBye: "bye", KindDone: "done",
+		0: "kind(0)", kindEnd: "kind(14)", 65535: "kind(65535)",
 	} {
 		if got := k.String(); got != want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint16(k), got, want)

@@ -8,12 +8,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/units"
 )
@@ -31,18 +34,27 @@ type loopbackCmd struct {
 	spec                      rdma.TestSpec
 	duration, stall           time.Duration
 	asJSON                    bool
+	peer                      string
+	tokenFile                 string
+	tls                       ctrl.TLSConfig
 }
 
 func newLoopbackCmd(app *kingpin.Application) *loopbackCmd {
 	c := &loopbackCmd{}
 	s := &c.spec
-	cmd := app.Command("loopback", "Run one test between two endpoints in this process (two devices, or one device to itself).")
+	cmd := app.Command("bench", "Run one test: against a responder (rdmarun serve) with --peer, or between two endpoints in this process (two devices, or one device to itself).").Alias("loopback")
+	cmd.Flag("peer", "loopback, or HOST[:PORT] of rdmarun serve.").Default("loopback").StringVar(&c.peer)
+	addTokenFlag(cmd, &c.tokenFile)
+	cmd.Flag("tls-ca", "Connect with TLS, trusting this CA (PEM).").StringVar(&c.tls.CAFile)
+	cmd.Flag("tls-cert", "Client certificate for TLS (PEM).").StringVar(&c.tls.CertFile)
+	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&c.tls.KeyFile)
+	cmd.Flag("tls-server-name", "Name to verify in the responder's certificate (default: the host of --peer).").StringVar(&c.tls.ServerName)
 	cmd.Flag("op", "Operation: send, send_imm, write, write_imm, read, fetch_add, cmp_swap.").Default("write").StringVar(&c.op)
 	cmd.Flag("measure", "latency or bandwidth.").Default("latency").StringVar(&c.measure)
 	cmd.Flag("mode", "busy_poll, or event (completion channel).").Default("busy_poll").StringVar(&c.mode)
 	cmd.Flag("qp-type", "rc or uc.").Default("rc").StringVar(&c.qpType)
 	cmd.Flag("device", "Requester device (default: the first ACTIVE device).").StringVar(&c.device)
-	cmd.Flag("peer-device", "Responder device (default: the requester's).").StringVar(&c.peerDevice)
+	cmd.Flag("peer-device", "Responder device (loopback default: the requester's; remote default: the responder's own).").StringVar(&c.peerDevice)
 	cmd.Flag("port", "Port number on both devices.").Default("1").IntVar(&c.port)
 	cmd.Flag("gid-index", "GID index on both devices, or auto (IPv4 RoCE v2 first).").Default("auto").StringVar(&c.gidIndex)
 	cmd.Flag("sizes", "Message sizes, comma separated, with units (2,64,4KiB). Default: 2 for latency, 64KiB for bandwidth, 8 for atomics.").StringVar(&c.sizes)
@@ -149,38 +161,15 @@ func (c *loopbackCmd) run(w io.Writer) error {
 			return err
 		}
 	}
-	if c.peerDevice == "" {
-		c.peerDevice = c.device
-	}
-	maxSize := 0
-	for _, s := range sizes {
-		maxSize = max(maxSize, s)
-	}
-	sized := spec
-	sized.Size = maxSize
-	reqCfg, respCfg := rdma.PairConfig(sized,
-		rdma.EndpointConfig{Device: c.device, Port: c.port, GIDIndex: gid},
-		rdma.EndpointConfig{Device: c.peerDevice, Port: c.port, GIDIndex: gid})
-	pair, err := rdma.NewLoopbackPair(reqCfg, respCfg, spec.QP)
-	if err != nil {
-		return environmentError(err)
-	}
-	defer pair.Close()
-
 	// Ctrl-C ends the current run cleanly; what finished is still printed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var results []*rdma.Result
 	var runErr error
-	for _, size := range sizes {
-		s := spec
-		s.Size = size
-		res, err := pair.Run(ctx, s)
-		if err != nil {
-			runErr = &exitError{exitAborted, fmt.Errorf("%s %s, %s: %w", s.Op, s.Measure, units.FormatBytes(uint64(size)), err)}
-			break
-		}
-		results = append(results, res)
+	if c.peer == "loopback" {
+		results, runErr = c.runLoopback(ctx, spec, sizes, gid)
+	} else {
+		results, runErr = c.runRemote(ctx, spec, sizes, gid)
 	}
 	if c.asJSON {
 		enc := json.NewEncoder(w)
@@ -194,6 +183,67 @@ func (c *loopbackCmd) run(w io.Writer) error {
 		return err
 	}
 	return runErr
+}
+
+func (c *loopbackCmd) runLoopback(ctx context.Context, spec rdma.TestSpec, sizes []int, gid int) ([]*rdma.Result, error) {
+	if c.peerDevice == "" {
+		c.peerDevice = c.device
+	}
+	sized := spec
+	sized.Size = slices.Max(sizes)
+	reqCfg, respCfg := rdma.PairConfig(sized,
+		rdma.EndpointConfig{Device: c.device, Port: c.port, GIDIndex: gid},
+		rdma.EndpointConfig{Device: c.peerDevice, Port: c.port, GIDIndex: gid})
+	pair, err := rdma.NewLoopbackPair(reqCfg, respCfg, spec.QP)
+	if err != nil {
+		return nil, environmentError(err)
+	}
+	defer pair.Close()
+	var results []*rdma.Result
+	for _, size := range sizes {
+		s := spec
+		s.Size = size
+		res, err := pair.Run(ctx, s)
+		if err != nil {
+			return results, &exitError{exitAborted, fmt.Errorf("%s %s, %s: %w", s.Op, s.Measure, units.FormatBytes(uint64(size)), err)}
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+// runRemote runs each size as its own test against the responder: a new
+// control connection and new QPs per size, as a CI gate would.
+func (c *loopbackCmd) runRemote(ctx context.Context, spec rdma.TestSpec, sizes []int, gid int) ([]*rdma.Result, error) {
+	token, err := readToken(c.tokenFile)
+	if err != nil {
+		return nil, &exitError{exitInvalid, err}
+	}
+	cfg := peer.ClientConfig{Addr: c.peer, Token: token, Device: c.device, Port: c.port, GIDIndex: gid, PeerDevice: c.peerDevice}
+	if c.gidIndex != "auto" {
+		cfg.PeerGIDIndex = &gid
+	}
+	if c.tls.CAFile != "" || c.tls.CertFile != "" || c.tls.ServerName != "" {
+		if cfg.TLS, err = c.tls.ClientConfig(); err != nil {
+			return nil, &exitError{exitInvalid, err}
+		}
+	}
+	var results []*rdma.Result
+	for _, size := range sizes {
+		s := spec
+		s.Size = size
+		res, err := peer.Run(ctx, cfg, s)
+		if err != nil {
+			code := exitAborted
+			var pe *peer.Error
+			if errors.As(err, &pe) && (pe.Stage == "connecting" || pe.Stage == "handshake") {
+				code = exitEnvironment
+			}
+			return results, &exitError{code, fmt.Errorf("%s %s, %s: %w", s.Op, s.Measure, units.FormatBytes(uint64(size)), err)}
+		}
+		results = append(results, res)
+	}
+	return results, nil
 }
 
 func firstActiveDevice(port int) (string, error) {

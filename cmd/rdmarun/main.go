@@ -38,6 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	devJSON := devCmd.Flag("json", "Print JSON instead of a table.").Bool()
 
 	lb := newLoopbackCmd(app)
+	srv := newServeCmd(app)
 
 	app.Command("version", "Print the version.")
 
@@ -52,8 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "devices":
 		err = runDevices(stdout, *devJSON)
-	case "loopback":
+	case "bench":
 		err = lb.run(stdout)
+	case "serve":
+		err = srv.run(stderr)
 	case "version":
 		fmt.Fprintf(stdout, "rdmarun %s\n", version)
 	}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+// serveCmd is the responder daemon: clients push whole test specs to it.
+type serveCmd struct {
+	listen        string
+	device        string
+	port          int
+	gidIndex      string
+	tokenFile     string
+	tls           ctrl.TLSConfig
+	maxTest       time.Duration
+	maxConcurrent int
+	logLevel      string
+}
+
+func newServeCmd(app *kingpin.Application) *serveCmd {
+	c := &serveCmd{}
+	cmd := app.Command("serve", "Answer tests from rdmarun clients (the responder daemon). Clients send every test setting; the responder needs only its device.")
+	cmd.Flag("listen", "Control channel address.").Default(":" + peer.DefaultPort).StringVar(&c.listen)
+	cmd.Flag("device", "RDMA device to answer on (default: the first ACTIVE one); a client may ask for another.").StringVar(&c.device)
+	cmd.Flag("port", "RDMA port.").Default("1").IntVar(&c.port)
+	cmd.Flag("gid-index", "GID index, or auto.").Default("auto").StringVar(&c.gidIndex)
+	addTokenFlag(cmd, &c.tokenFile)
+	cmd.Flag("tls-cert", "Serve TLS with this certificate (PEM).").StringVar(&c.tls.CertFile)
+	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&c.tls.KeyFile)
+	cmd.Flag("tls-client-ca", "Require client certificates signed by this CA (PEM).").StringVar(&c.tls.CAFile)
+	cmd.Flag("max-test", "Longest a test may hold the responder.").Default("10m").DurationVar(&c.maxTest)
+	cmd.Flag("max-concurrent", "Tests served at once.").Default("4").IntVar(&c.maxConcurrent)
+	cmd.Flag("log-level", "debug, info, warn or error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
+	return c
+}
+
+func addTokenFlag(cmd *kingpin.CmdClause, dst *string) {
+	cmd.Flag("token-file", "File holding the shared token (or set RDMARUN_TOKEN). The token is proved by challenge-response, never sent.").StringVar(dst)
+}
+
+// readToken returns the token from the file, or from RDMARUN_TOKEN.
+func readToken(file string) (string, error) {
+	if file == "" {
+		return os.Getenv("RDMARUN_TOKEN"), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("--token-file %s is empty", file)
+	}
+	return t, nil
+}
+
+func parseGID(s string) (int, error) {
+	if s == "auto" {
+		return rdma.AutoGIDIndex, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--gid-index %q: want auto or an index from `rdmarun devices`", s)
+	}
+	return n, nil
+}
+
+func (c *serveCmd) run(stderr io.Writer) error {
+	token, err := readToken(c.tokenFile)
+	if err != nil {
+		return &exitError{exitInvalid, err}
+	}
+	gid, err := parseGID(c.gidIndex)
+	if err != nil {
+		return &exitError{exitInvalid, err}
+	}
+	var tlsCfg *tls.Config
+	if c.tls.CertFile != "" || c.tls.KeyFile != "" || c.tls.CAFile != "" {
+		if tlsCfg, err = c.tls.ServerConfig(); err != nil {
+			return &exitError{exitInvalid, err}
+		}
+	}
+	if c.device == "" {
+		if c.device, err = firstActiveDevice(c.port); err != nil {
+			return err
+		}
+	}
+	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[c.logLevel]
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	srv, err := peer.NewServer(peer.ServerConfig{
+		Device: c.device, Port: c.port, GIDIndex: gid, Token: token,
+		MaxTest: c.maxTest, MaxConcurrent: c.maxConcurrent, Logger: log,
+	})
+	if err != nil {
+		return &exitError{exitInvalid, err}
+	}
+	ln, err := ctrl.Listen(c.listen, tlsCfg)
+	if err != nil {
+		return &exitError{exitEnvironment, err}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("serving", "listen", ln.Addr().String(), "device", c.device, "tls", tlsCfg != nil, "token", token != "")
+	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) {
+		return &exitError{exitEnvironment, err}
+	}
+	served, failed := srv.Stats()
+	log.Info("stopped", "tests", served, "failed", failed)
+	return nil
+}

@@ -1,0 +1,177 @@
+package peer
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+// ClientConfig says where the local end is and how to reach the responder.
+type ClientConfig struct {
+	Addr     string // host:port of rdmarun serve; the port defaults to DefaultPort
+	Token    string
+	TLS      *tls.Config
+	Device   string // local device
+	Port     int
+	GIDIndex int
+	// PeerDevice and PeerGIDIndex ask the responder for a device and GID;
+	// empty / nil leave it to the responder's own settings.
+	PeerDevice   string
+	PeerGIDIndex *int
+	// StepTimeout bounds each control step; 0 means 10 s.
+	StepTimeout time.Duration
+}
+
+// Error is a failed remote test: which responder, at what stage, and why.
+type Error struct {
+	Addr  string
+	Stage string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("responder %s, %s: %v", e.Addr, e.Stage, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// RemoteSideError is a failure the responder reported about its own side.
+type RemoteSideError struct{ Msg string }
+
+func (e *RemoteSideError) Error() string { return "responder side failed: " + e.Msg }
+
+// Run runs spec against the responder at cfg.Addr. The local endpoint is
+// created here and freed before Run returns.
+func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Result, error) {
+	spec, err := rdma.Normalize(spec)
+	if err != nil {
+		return nil, err
+	}
+	addr := cfg.Addr
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, DefaultPort)
+	}
+	step := cfg.StepTimeout
+	if step == 0 {
+		step = 10 * time.Second
+	}
+	wrap := func(stage string, err error) error { return &Error{Addr: addr, Stage: stage, Err: err} }
+	stepCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, step) }
+
+	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex}))
+	if err != nil {
+		return nil, err
+	}
+	defer ep.Close()
+
+	sctx, cancel := stepCtx()
+	nc, err := ctrl.Dial(sctx, addr, cfg.TLS)
+	cancel()
+	if err != nil {
+		return nil, wrap("connecting", err)
+	}
+	sctx, cancel = stepCtx()
+	c, err := ctrl.Client(sctx, nc, cfg.Token)
+	cancel()
+	if err != nil {
+		return nil, wrap("handshake", err)
+	}
+	defer c.Close()
+	send := func(stage string, k ctrl.Kind, v any) error {
+		sctx, cancel := stepCtx()
+		defer cancel()
+		if err := c.Send(sctx, k, v); err != nil {
+			return wrap(stage, err)
+		}
+		return nil
+	}
+	recv := func(stage string, k ctrl.Kind, v any) error {
+		sctx, cancel := stepCtx()
+		defer cancel()
+		if err := c.Recv(sctx, k, v); err != nil {
+			return wrap(stage, err)
+		}
+		return nil
+	}
+
+	if err := send("sending the spec", ctrl.KindSpec, specMsg{Spec: spec, Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex}); err != nil {
+		return nil, err
+	}
+	var ok specOKMsg
+	if err := recv("setting up its side", ctrl.KindSpecOK, &ok); err != nil {
+		return nil, err
+	}
+	if err := send("exchanging endpoints", ctrl.KindEndpoints, toWire(ep.Info())); err != nil {
+		return nil, err
+	}
+	var theirs endpointMsg
+	if err := recv("exchanging endpoints", ctrl.KindEndpoints, &theirs); err != nil {
+		return nil, err
+	}
+	peerInfo := theirs.info()
+	if err := ep.Connect(peerInfo, spec.QP); err != nil {
+		return nil, err
+	}
+	role, _ := rdma.Roles(spec)
+	side, err := ep.Prepare(spec, 0, role, peerInfo)
+	if err != nil {
+		return nil, err
+	}
+	defer side.Close()
+	if err := send("starting", ctrl.KindReady, nil); err != nil {
+		return nil, err
+	}
+	if err := recv("starting", ctrl.KindStart, nil); err != nil {
+		return nil, err
+	}
+	side.Start()
+	if err := relay(ctx, c, side, step); err != nil {
+		// The local side's own failure, if any, says more than the
+		// broken channel.
+		return nil, wrap("during the test", rdma.FirstError(sideErr(side), err))
+	}
+	mine, localErr := side.Result()
+	// The responder answers once its side is done: it may still be
+	// draining, so allow it the stall deadline on top of a step.
+	rctx, cancel := context.WithTimeout(ctx, step+time.Duration(spec.StallTimeout))
+	var theirRes resultMsg
+	err = c.Recv(rctx, ctrl.KindResult, &theirRes)
+	cancel()
+	if err != nil {
+		if localErr != nil {
+			return nil, localErr
+		}
+		return nil, wrap("waiting for its result", err)
+	}
+	bctx, bcancel := stepCtx()
+	_ = c.Send(bctx, ctrl.KindBye, nil)
+	bcancel()
+	var remoteErr error
+	if theirRes.Error != "" {
+		remoteErr = &RemoteSideError{Msg: theirRes.Error}
+		if theirRes.Stopped {
+			remoteErr = fmt.Errorf("%w: %w", rdma.ErrStopped, remoteErr)
+		}
+	}
+	if err := rdma.FirstError(localErr, remoteErr); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("rdma: run stopped: %w", ctx.Err())
+		}
+		return nil, err
+	}
+	if theirRes.Side == nil {
+		return nil, wrap("reading its result", errors.New("no result and no error"))
+	}
+	return rdma.Assemble(spec, ep.Info(), peerInfo, mine, theirRes.Side), nil
+}
+
+func sideErr(s *rdma.SideRun) error {
+	_, err := s.Result()
+	return err
+}
