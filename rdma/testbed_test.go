@@ -4,7 +4,7 @@
 // testbed/guest-net.sh has made rxe0 on veth0 (10.0.0.1) and rxe1 on veth1
 // (10.0.0.2). They drive the real rdma_rxe driver; outside the VM they
 // fail rather than skip, so a run that lost its devices cannot pass.
-package rdma
+package rdma_test
 
 import (
 	"context"
@@ -15,15 +15,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/rdma/rdmatest"
 )
 
-func testbedDevices(t *testing.T) map[string]Device {
+func testbedDevices(t *testing.T) map[string]rdma.Device {
 	t.Helper()
-	devs, err := Devices()
+	devs, err := rdma.Devices()
 	if err != nil {
 		t.Fatalf("Devices: %v", err)
 	}
-	m := map[string]Device{}
+	m := map[string]rdma.Device{}
 	for _, d := range devs {
 		m[d.Name] = d
 	}
@@ -52,23 +55,23 @@ func TestTestbedDevices(t *testing.T) {
 		if p.State != "ACTIVE" || p.LinkLayer != "Ethernet" || p.ActiveMTU < 256 || p.RateGbps <= 0 {
 			t.Errorf("%s port 1: %+v, want ACTIVE Ethernet with an MTU and a rate", name, *p)
 		}
-		g, err := p.SelectGID(AutoGIDIndex)
+		g, err := p.SelectGID(rdma.AutoGIDIndex)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g.Type != GIDTypeRoCEv2 || g.GID.String() != want.ip || g.Netdev != want.netdev {
+		if g.Type != rdma.GIDTypeRoCEv2 || g.GID.String() != want.ip || g.Netdev != want.netdev {
 			t.Errorf("%s auto GID = %+v, want RoCE v2 %s on %s", name, g, want.ip, want.netdev)
 		}
 		t.Logf("%s: %s, MTU %d, %v Gb/s, auto GID %d %s", name, p.State, p.ActiveMTU, p.RateGbps, g.Index, g.GID)
 	}
 }
 
-func newPair(t *testing.T, a, b string, spec TestSpec) *Pair {
+func newPair(t *testing.T, a, b string, spec rdma.TestSpec) *rdma.Pair {
 	t.Helper()
-	ca, cb := PairConfig(spec,
-		EndpointConfig{Device: a, GIDIndex: AutoGIDIndex},
-		EndpointConfig{Device: b, GIDIndex: AutoGIDIndex})
-	p, err := NewLoopbackPair(ca, cb, spec.QP)
+	ca, cb := rdma.PairConfig(spec,
+		rdma.EndpointConfig{Device: a, GIDIndex: rdma.AutoGIDIndex},
+		rdma.EndpointConfig{Device: b, GIDIndex: rdma.AutoGIDIndex})
+	p, err := rdma.NewLoopbackPair(ca, cb, spec.QP)
 	if err != nil {
 		t.Fatalf("NewLoopbackPair(%s, %s): %v", a, b, err)
 	}
@@ -80,104 +83,40 @@ func newPair(t *testing.T, a, b string, spec TestSpec) *Pair {
 	return p
 }
 
-func run(t *testing.T, a, b string, spec TestSpec) *Result {
+func run(t *testing.T, a, b string, spec rdma.TestSpec) *rdma.Result {
 	t.Helper()
 	p := newPair(t, a, b, spec)
 	r, err := p.Run(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("%s: %v", spec, err)
 	}
-	checkResult(t, r)
+	rdmatest.CheckResult(t, r)
 	return r
 }
 
-// checkResult asserts what must hold for any successful result.
-func checkResult(t *testing.T, r *Result) {
-	t.Helper()
-	s := r.Spec
-	if s.Measure == MeasureLatency {
-		l := r.Latency
-		if l == nil {
-			t.Fatal("no latency stats")
-		}
-		if s.Duration == 0 && l.RTT.Count != s.Iterations*s.QPs {
-			t.Errorf("%d samples, want %d", l.RTT.Count, s.Iterations*s.QPs)
-		}
-		if l.RTT.Count == 0 || l.RTT.Min <= 0 {
-			t.Errorf("empty or zero latency: %+v", l.RTT)
-		}
-		if !(l.RTT.Min <= l.RTT.P50 && l.RTT.P50 <= l.RTT.P90 && l.RTT.P90 <= l.RTT.P99 && l.RTT.P99 <= l.RTT.P999 && l.RTT.P999 <= l.RTT.Max) {
-			t.Errorf("percentiles out of order: %+v", l.RTT)
-		}
-		if (l.OneWay != nil) != s.Op.OneWay() {
-			t.Errorf("one-way reported %v for %s", l.OneWay != nil, s.Op)
-		}
-		if l.OneWay != nil && l.OneWay.P50 != l.RTT.P50/2 {
-			t.Errorf("one-way p50 %v is not RTT p50 %v / 2", l.OneWay.P50, l.RTT.P50)
-		}
-		if l.Histogram.TotalCount() != int64(l.RTT.Count) {
-			t.Errorf("histogram holds %d samples, summary %d", l.Histogram.TotalCount(), l.RTT.Count)
-		}
-	} else {
-		bw := r.Bandwidth
-		want := 1
-		if s.Bidirectional {
-			want = 2
-		}
-		if bw == nil || len(bw.Directions) != want || len(bw.PerQP) != s.QPs {
-			t.Fatalf("bandwidth stats %+v, want %d directions and %d QPs", bw, want, s.QPs)
-		}
-		for _, d := range bw.Directions {
-			if s.Duration == 0 && d.Messages != uint64(s.Iterations*s.QPs) {
-				t.Errorf("%s->%s: %d messages, want %d", d.From, d.To, d.Messages, s.Iterations*s.QPs)
-			}
-			if d.Messages == 0 || d.Bytes != d.Messages*uint64(s.Size) || d.Seconds <= 0 || d.BytesPerSecond <= 0 {
-				t.Errorf("direction %+v", d)
-			}
-		}
-		for i, per := range bw.PerQP {
-			if len(per) != want || per[0].Messages == 0 {
-				t.Errorf("QP %d: %+v", i, per)
-			}
-		}
-	}
-	// A worker sleeps on the channel only when its CQ is empty; rxe often
-	// completes reads, atomics and writes within the post call itself, so
-	// only a ping-pong, which waits for the peer, must have slept.
-	if s.Mode == ModeEvent && s.Measure == MeasureLatency && s.Op.PingPong() && r.Events == 0 {
-		t.Error("event mode consumed no completion events")
-	}
-	if s.Mode == ModeBusyPoll && r.Events != 0 {
-		t.Errorf("busy-poll mode consumed %d events", r.Events)
-	}
-	if r.Elapsed <= 0 {
-		t.Errorf("elapsed %v", r.Elapsed)
-	}
-}
+var allOps = []rdma.Op{rdma.OpSend, rdma.OpSendImm, rdma.OpWrite, rdma.OpWriteImm, rdma.OpRead, rdma.OpFetchAdd, rdma.OpCmpSwap}
 
-var allOps = []Op{OpSend, OpSendImm, OpWrite, OpWriteImm, OpRead, OpFetchAdd, OpCmpSwap}
-
-// TestMatrix runs every op x measure x mode on RC between rxe1 and rxe0,
+// TestMatrix runs every op x measure x mode on rdma.RC between rxe1 and rxe0,
 // with data validation. The one impossible combination must be refused
 // before anything runs.
 func TestMatrix(t *testing.T) {
 	testbedDevices(t)
 	for _, op := range allOps {
-		for _, m := range []Measure{MeasureLatency, MeasureBandwidth} {
-			for _, mode := range []Mode{ModeBusyPoll, ModeEvent} {
-				spec := TestSpec{Op: op, Measure: m, Mode: mode, Iterations: 200, Validate: true}
-				if m == MeasureBandwidth && !op.Atomic() {
+		for _, m := range []rdma.Measure{rdma.MeasureLatency, rdma.MeasureBandwidth} {
+			for _, mode := range []rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent} {
+				spec := rdma.TestSpec{Op: op, Measure: m, Mode: mode, Iterations: 200, Validate: true}
+				if m == rdma.MeasureBandwidth && !op.Atomic() {
 					spec.Size = 4096
 				}
 				t.Run(op.String()+"/"+m.String()+"/"+mode.String(), func(t *testing.T) {
-					if op == OpWrite && m == MeasureLatency && mode == ModeEvent {
+					if op == rdma.OpWrite && m == rdma.MeasureLatency && mode == rdma.ModeEvent {
 						if err := spec.WithDefaults().Check(); err == nil || !strings.Contains(err.Error(), "use op write_imm") {
 							t.Fatalf("Check = %v, want a refusal naming write_imm", err)
 						}
 						return
 					}
 					r := run(t, "rxe1", "rxe0", spec)
-					if m == MeasureLatency {
+					if m == rdma.MeasureLatency {
 						t.Logf("RTT p50 %.1f us, p99 %.1f us", r.Latency.RTT.P50/1e3, r.Latency.RTT.P99/1e3)
 					} else {
 						d := r.Bandwidth.Directions[0]
@@ -194,14 +133,14 @@ func TestMatrix(t *testing.T) {
 func TestPayload(t *testing.T) {
 	testbedDevices(t)
 	for _, pair := range [][2]string{{"rxe1", "rxe0"}, {"rxe0", "rxe0"}} {
-		for _, op := range []Op{OpWrite, OpSend, OpRead} {
+		for _, op := range []rdma.Op{rdma.OpWrite, rdma.OpSend, rdma.OpRead} {
 			for _, size := range []int{2, 4096, 65536} {
 				t.Run(pair[0]+"-"+pair[1]+"/"+op.String()+"/"+strconv.Itoa(size), func(t *testing.T) {
 					iters := 100
 					if size > 4096 {
 						iters = 20 // a 64 KiB round trip takes milliseconds under emulation
 					}
-					run(t, pair[0], pair[1], TestSpec{Op: op, Size: size, Iterations: iters, Validate: true})
+					run(t, pair[0], pair[1], rdma.TestSpec{Op: op, Size: size, Iterations: iters, Validate: true})
 				})
 			}
 		}
@@ -211,36 +150,36 @@ func TestPayload(t *testing.T) {
 func TestManyQPs(t *testing.T) {
 	testbedDevices(t)
 	for _, qps := range []int{1, 8} {
-		for _, op := range []Op{OpWrite, OpSend} {
-			for _, mode := range []Mode{ModeBusyPoll, ModeEvent} {
+		for _, op := range []rdma.Op{rdma.OpWrite, rdma.OpSend} {
+			for _, mode := range []rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent} {
 				t.Run(op.String()+"/"+mode.String()+"/qps"+strconv.Itoa(qps), func(t *testing.T) {
 					threads := min(qps, 2)
-					r := run(t, "rxe1", "rxe0", TestSpec{Op: op, Measure: MeasureBandwidth, Mode: mode, Size: 4096, Iterations: 100, QPs: qps, Threads: threads, Validate: true})
+					r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: op, Measure: rdma.MeasureBandwidth, Mode: mode, Size: 4096, Iterations: 100, QPs: qps, Threads: threads, Validate: true})
 					t.Logf("%d QPs on %d threads: %.4f Gb/s", qps, threads, r.Bandwidth.Directions[0].Gbps())
 				})
 			}
 		}
 	}
 	// Latency over several QPs takes turns between them.
-	run(t, "rxe1", "rxe0", TestSpec{Op: OpSend, QPs: 4, Threads: 2, Iterations: 50, Validate: true})
-	run(t, "rxe1", "rxe0", TestSpec{Op: OpFetchAdd, QPs: 3, Threads: 2, Iterations: 50, Validate: true})
+	run(t, "rxe1", "rxe0", rdma.TestSpec{Op: rdma.OpSend, QPs: 4, Threads: 2, Iterations: 50, Validate: true})
+	run(t, "rxe1", "rxe0", rdma.TestSpec{Op: rdma.OpFetchAdd, QPs: 3, Threads: 2, Iterations: 50, Validate: true})
 }
 
 func TestDuration(t *testing.T) {
 	testbedDevices(t)
-	for _, tc := range []TestSpec{
-		{Op: OpWrite, Measure: MeasureLatency},
-		{Op: OpSend, Measure: MeasureLatency, Mode: ModeEvent},
-		{Op: OpWrite, Measure: MeasureBandwidth, Size: 4096},
-		{Op: OpSend, Measure: MeasureBandwidth, Size: 4096, Mode: ModeEvent, QPs: 2},
+	for _, tc := range []rdma.TestSpec{
+		{Op: rdma.OpWrite, Measure: rdma.MeasureLatency},
+		{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Mode: rdma.ModeEvent},
+		{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096},
+		{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Size: 4096, Mode: rdma.ModeEvent, QPs: 2},
 	} {
-		tc.Duration = Duration(time.Second)
+		tc.Duration = rdma.Duration(time.Second)
 		t.Run(tc.Op.String()+"/"+tc.Measure.String()+"/"+tc.Mode.String(), func(t *testing.T) {
 			r := run(t, "rxe1", "rxe0", tc)
 			if r.Elapsed < time.Second || r.Elapsed > 3*time.Second {
 				t.Errorf("a 1 s run measured %v", r.Elapsed)
 			}
-			if tc.Measure == MeasureLatency {
+			if tc.Measure == rdma.MeasureLatency {
 				t.Logf("%d round trips, p99 %.1f us", r.Latency.RTT.Count, r.Latency.RTT.P99/1e3)
 			} else {
 				t.Logf("%d messages in %v", r.Bandwidth.Directions[0].Messages, r.Elapsed)
@@ -251,9 +190,9 @@ func TestDuration(t *testing.T) {
 
 func TestBidirectional(t *testing.T) {
 	testbedDevices(t)
-	for _, op := range []Op{OpWrite, OpSend, OpRead} {
+	for _, op := range []rdma.Op{rdma.OpWrite, rdma.OpSend, rdma.OpRead} {
 		t.Run(op.String(), func(t *testing.T) {
-			r := run(t, "rxe1", "rxe0", TestSpec{Op: op, Measure: MeasureBandwidth, Bidirectional: true, Size: 4096, Iterations: 200, Validate: true})
+			r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: op, Measure: rdma.MeasureBandwidth, Bidirectional: true, Size: 4096, Iterations: 200, Validate: true})
 			d := r.Bandwidth.Directions
 			if d[0].From == d[1].From {
 				t.Errorf("both directions from %s", d[0].From)
@@ -264,10 +203,10 @@ func TestBidirectional(t *testing.T) {
 
 func TestUC(t *testing.T) {
 	testbedDevices(t)
-	for _, op := range []Op{OpWrite, OpSend, OpWriteImm} {
-		for _, m := range []Measure{MeasureLatency, MeasureBandwidth} {
+	for _, op := range []rdma.Op{rdma.OpWrite, rdma.OpSend, rdma.OpWriteImm} {
+		for _, m := range []rdma.Measure{rdma.MeasureLatency, rdma.MeasureBandwidth} {
 			t.Run(op.String()+"/"+m.String(), func(t *testing.T) {
-				run(t, "rxe1", "rxe0", TestSpec{Op: op, Measure: m, QPType: UC, Size: 1024, Iterations: 100, Validate: true})
+				run(t, "rxe1", "rxe0", rdma.TestSpec{Op: op, Measure: m, QPType: rdma.UC, Size: 1024, Iterations: 100, Validate: true})
 			})
 		}
 	}
@@ -275,8 +214,8 @@ func TestUC(t *testing.T) {
 
 func TestEffectiveAttrs(t *testing.T) {
 	testbedDevices(t)
-	r := run(t, "rxe1", "rxe0", TestSpec{Op: OpWrite, Size: 64, Iterations: 10, QP: QPAttrs{MTU: 512, RetryCnt: 3, Timeout: 12}})
-	want := DefaultQPAttrs()
+	r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: rdma.OpWrite, Size: 64, Iterations: 10, QP: rdma.QPAttrs{MTU: 512, RetryCnt: 3, Timeout: 12}})
+	want := rdma.DefaultQPAttrs()
 	want.MTU, want.RetryCnt, want.Timeout = 512, 3, 12
 	if r.Spec.QP != want {
 		t.Errorf("effective attrs %+v, want %+v", r.Spec.QP, want)
@@ -287,15 +226,15 @@ func TestEffectiveAttrs(t *testing.T) {
 // finite retry count ends the run with RETRY_EXC_ERR from the driver.
 func TestPeerGoneCompletionError(t *testing.T) {
 	testbedDevices(t)
-	for _, spec := range []TestSpec{
-		{Op: OpWrite},
-		{Op: OpWriteImm, Mode: ModeEvent},
-		{Op: OpRead},
-		{Op: OpSend, Measure: MeasureBandwidth, Size: 4096, Mode: ModeEvent},
+	for _, spec := range []rdma.TestSpec{
+		{Op: rdma.OpWrite},
+		{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent},
+		{Op: rdma.OpRead},
+		{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Size: 4096, Mode: rdma.ModeEvent},
 	} {
 		spec.Iterations = 10
-		spec.StallTimeout = Duration(10 * time.Second)
-		spec.QP = QPAttrs{RetryCnt: 1, Timeout: 8}
+		spec.StallTimeout = rdma.Duration(10 * time.Second)
+		spec.QP = rdma.QPAttrs{RetryCnt: 1, Timeout: 8}
 		t.Run(spec.Op.String()+"/"+spec.Measure.String()+"/"+spec.Mode.String(), func(t *testing.T) {
 			p := newPair(t, "rxe1", "rxe0", spec)
 			if err := p.Responder.Fail(); err != nil {
@@ -304,11 +243,11 @@ func TestPeerGoneCompletionError(t *testing.T) {
 			start := time.Now()
 			_, err := p.Run(context.Background(), spec)
 			took := time.Since(start)
-			var ce *CompletionError
+			var ce *rdma.CompletionError
 			if !errors.As(err, &ce) {
-				t.Fatalf("got %v, want a CompletionError", err)
+				t.Fatalf("got %v, want a rdma.CompletionError", err)
 			}
-			if ce.Status != WCRetryExcErr || ce.Device != "rxe1" || ce.QPN != p.Requester.Info().QPNs[0] {
+			if ce.Status != rdma.WCRetryExcErr || ce.Device != "rxe1" || ce.QPN != p.Requester.Info().QPNs[0] {
 				t.Errorf("got %+v, want RETRY_EXC_ERR on rxe1's QP", ce)
 			}
 			if !strings.Contains(err.Error(), "likely cause") || took > 5*time.Second {
@@ -324,14 +263,14 @@ func TestPeerGoneCompletionError(t *testing.T) {
 // must end the run, in busy-poll and in event mode.
 func TestPeerGoneStall(t *testing.T) {
 	testbedDevices(t)
-	for _, spec := range []TestSpec{
-		{Op: OpWrite},
-		{Op: OpSend, Mode: ModeEvent},
-		{Op: OpWrite, Measure: MeasureBandwidth, Size: 4096, Mode: ModeEvent, QPs: 4, Threads: 2},
+	for _, spec := range []rdma.TestSpec{
+		{Op: rdma.OpWrite},
+		{Op: rdma.OpSend, Mode: rdma.ModeEvent},
+		{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Mode: rdma.ModeEvent, QPs: 4, Threads: 2},
 	} {
 		spec.Iterations = 10
-		spec.StallTimeout = Duration(time.Second)
-		spec.QP = QPAttrs{RetryCnt: 7, Timeout: 8}
+		spec.StallTimeout = rdma.Duration(time.Second)
+		spec.QP = rdma.QPAttrs{RetryCnt: 7, Timeout: 8}
 		t.Run(spec.Op.String()+"/"+spec.Measure.String()+"/"+spec.Mode.String(), func(t *testing.T) {
 			p := newPair(t, "rxe1", "rxe0", spec)
 			if err := p.Responder.Fail(); err != nil {
@@ -340,9 +279,9 @@ func TestPeerGoneStall(t *testing.T) {
 			start := time.Now()
 			_, err := p.Run(context.Background(), spec)
 			took := time.Since(start)
-			var se *StallError
+			var se *rdma.StallError
 			if !errors.As(err, &se) {
-				t.Fatalf("got %v, want a StallError", err)
+				t.Fatalf("got %v, want a rdma.StallError", err)
 			}
 			if took < time.Second || took > 3*time.Second {
 				t.Errorf("stall reported after %v, want about 1s", took)
@@ -355,9 +294,9 @@ func TestPeerGoneStall(t *testing.T) {
 // TestCancel: a context cancelled mid-run ends a long run promptly.
 func TestCancel(t *testing.T) {
 	testbedDevices(t)
-	for _, mode := range []Mode{ModeBusyPoll, ModeEvent} {
+	for _, mode := range []rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent} {
 		t.Run(mode.String(), func(t *testing.T) {
-			spec := TestSpec{Op: OpSend, Measure: MeasureBandwidth, Mode: mode, Size: 4096, Duration: Duration(time.Minute)}
+			spec := rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Mode: mode, Size: 4096, Duration: rdma.Duration(time.Minute)}
 			p := newPair(t, "rxe1", "rxe0", spec)
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
@@ -405,12 +344,12 @@ func TestCloseFreesEverything(t *testing.T) {
 	testbedDevices(t)
 	before := rdmaResources(t)
 	for i := range 10 {
-		spec := TestSpec{Op: allOps[i%len(allOps)], Iterations: 5, QPs: 1 + i%3, Mode: Mode(i % 2), StallTimeout: Duration(2 * time.Second), QP: QPAttrs{RetryCnt: 1, Timeout: 8}}
-		if spec.Op == OpWrite {
-			spec.Mode = ModeBusyPoll
+		spec := rdma.TestSpec{Op: allOps[i%len(allOps)], Iterations: 5, QPs: 1 + i%3, Mode: rdma.Mode(i % 2), StallTimeout: rdma.Duration(2 * time.Second), QP: rdma.QPAttrs{RetryCnt: 1, Timeout: 8}}
+		if spec.Op == rdma.OpWrite {
+			spec.Mode = rdma.ModeBusyPoll
 		}
-		ca, cb := PairConfig(spec, EndpointConfig{Device: "rxe1", GIDIndex: AutoGIDIndex}, EndpointConfig{Device: "rxe0", GIDIndex: AutoGIDIndex})
-		p, err := NewLoopbackPair(ca, cb, spec.QP)
+		ca, cb := rdma.PairConfig(spec, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}, rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex})
+		p, err := rdma.NewLoopbackPair(ca, cb, spec.QP)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -427,10 +366,10 @@ func TestCloseFreesEverything(t *testing.T) {
 	}
 	// A constructor that fails half-way (rxe's queues are smaller than
 	// this) must free what it made too.
-	_, err := NewEndpoint(EndpointConfig{Device: "rxe0", GIDIndex: AutoGIDIndex, MaxMessage: 64, QPs: 2, Channels: 1, SQDepth: 1 << 15})
-	var ve *VerbsError
+	_, err := rdma.NewEndpoint(rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex, MaxMessage: 64, QPs: 2, Channels: 1, SQDepth: 1 << 15})
+	var ve *rdma.VerbsError
 	if !errors.As(err, &ve) {
-		t.Fatalf("oversized queues: got %v, want a VerbsError", err)
+		t.Fatalf("oversized queues: got %v, want a rdma.VerbsError", err)
 	}
 	t.Logf("oversized queues: %v", err)
 	after := rdmaResources(t)
@@ -444,7 +383,7 @@ func TestCloseFreesEverything(t *testing.T) {
 
 func TestUnknownDevice(t *testing.T) {
 	testbedDevices(t)
-	_, err := NewEndpoint(EndpointConfig{Device: "mlx9_9", GIDIndex: AutoGIDIndex, MaxMessage: 64})
+	_, err := rdma.NewEndpoint(rdma.EndpointConfig{Device: "mlx9_9", GIDIndex: rdma.AutoGIDIndex, MaxMessage: 64})
 	if err == nil || !strings.Contains(err.Error(), `no device named "mlx9_9"`) {
 		t.Fatalf("got %v", err)
 	}

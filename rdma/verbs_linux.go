@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -536,9 +537,11 @@ type SideRun struct {
 	qio    []*C.struct_rr_qp_io
 	before portstats.Counters
 	after  portstats.Counters
+	span   portstats.CPUSpan
 	cpu    portstats.CPUUsage
 	done   chan struct{}
 	rc     C.int
+	ended  sync.Once
 }
 
 // Prepare lays out one side of spec on the endpoint, fills its buffers and
@@ -573,11 +576,9 @@ func (e *Endpoint) Prepare(spec TestSpec, side int, role Role, peer EndpointInfo
 
 // Start runs the workers in the background.
 func (s *SideRun) Start() {
+	s.span = portstats.StartCPU()
 	go func() {
-		span := portstats.StartCPU()
 		s.rc = C.rr_run_workers(s.c.r)
-		s.cpu = span.Stop()
-		s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
 		close(s.done)
 	}()
 }
@@ -611,8 +612,17 @@ func (s *SideRun) Stop() { C.rr_request_stop(s.c.r) }
 
 // Result waits for the workers and returns this side's share, or why it
 // failed.
+//
+// The counters and CPU time are read at the first call, not when the
+// workers return: a passive side (the NIC answers reads and one-way
+// writes alone) has no workers, and its share lasts until the peer is
+// done, which is when callers ask.
 func (s *SideRun) Result() (*SideResult, error) {
 	<-s.done
+	s.ended.Do(func() {
+		s.cpu = s.span.Stop()
+		s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
+	})
 	if s.rc != 0 {
 		return nil, s.error()
 	}

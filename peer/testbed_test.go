@@ -1,0 +1,398 @@
+//go:build testbed
+
+// These tests run inside the soft-RoCE VM (make testbed-test): a real
+// `rdmarun serve` process answers on rxe0 (10.0.0.1), and the client side
+// runs here on rxe1. RDMARUN_BIN names the rdmarun binary. Faults are
+// injected for real: the link goes down, the responder is killed, netem
+// drops packets.
+package peer_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/rdma/rdmatest"
+)
+
+// responder is a running `rdmarun serve`.
+type responder struct {
+	addr string
+	cmd  *exec.Cmd
+	log  *os.File
+}
+
+var nextPort = 18600
+
+// startResponder starts `rdmarun serve` on rxe0 and waits until it listens.
+func startResponder(t *testing.T, args ...string) *responder {
+	t.Helper()
+	bin := os.Getenv("RDMARUN_BIN")
+	if bin == "" {
+		t.Fatal("RDMARUN_BIN is not set (make testbed-test sets it)")
+	}
+	nextPort++
+	addr := net.JoinHostPort("10.0.0.1", strconv.Itoa(nextPort))
+	logf, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"serve", "--device", "rxe0", "--listen", addr, "--log-level", "debug"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &responder{addr: addr, cmd: cmd, log: logf}
+	t.Cleanup(func() { r.stop(t) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rdmarun serve did not listen on %s: %v\n%s", addr, err, r.output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (r *responder) output() string {
+	b, _ := os.ReadFile(r.log.Name())
+	return string(b)
+}
+
+func (r *responder) stop(t *testing.T) {
+	if r.cmd.ProcessState != nil {
+		return
+	}
+	_ = r.cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = r.cmd.Process.Kill()
+		<-done
+		t.Errorf("rdmarun serve did not stop on SIGINT within 15 s\n%s", r.output())
+	}
+}
+
+func client(r *responder) peer.ClientConfig {
+	return peer.ClientConfig{Addr: r.addr, Device: "rxe1", GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second}
+}
+
+func run(t *testing.T, r *responder, spec rdma.TestSpec) *rdma.Result {
+	t.Helper()
+	res, err := peer.Run(context.Background(), client(r), spec)
+	if err != nil {
+		t.Fatalf("%s: %v\nresponder log:\n%s", spec, err, r.output())
+	}
+	rdmatest.CheckResult(t, res)
+	if len(res.Sides) != 2 || res.Sides[1].Device != "rxe0" {
+		t.Errorf("sides %+v, want the responder's rxe0 second", res.Sides)
+	}
+	return res
+}
+
+var allOps = []rdma.Op{rdma.OpSend, rdma.OpSendImm, rdma.OpWrite, rdma.OpWriteImm, rdma.OpRead, rdma.OpFetchAdd, rdma.OpCmpSwap}
+
+// TestRemoteMatrix: every op x measure x mode through rdmarun serve in a
+// second process, with data validation on both ends.
+func TestRemoteMatrix(t *testing.T) {
+	r := startResponder(t)
+	for _, op := range allOps {
+		for _, m := range []rdma.Measure{rdma.MeasureLatency, rdma.MeasureBandwidth} {
+			for _, mode := range []rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent} {
+				if op == rdma.OpWrite && m == rdma.MeasureLatency && mode == rdma.ModeEvent {
+					continue // refused before anything runs; rdma's tests cover it
+				}
+				spec := rdma.TestSpec{Op: op, Measure: m, Mode: mode, Iterations: 100, Validate: true}
+				if m == rdma.MeasureBandwidth && !op.Atomic() {
+					spec.Size = 4096
+				}
+				t.Run(op.String()+"/"+m.String()+"/"+mode.String(), func(t *testing.T) { run(t, r, spec) })
+			}
+		}
+	}
+}
+
+func TestRemoteQPsAndDuration(t *testing.T) {
+	r := startResponder(t)
+	for _, spec := range []rdma.TestSpec{
+		{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Iterations: 100},
+		{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Iterations: 100, QPs: 8, Threads: 2},
+		{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Size: 4096, Iterations: 100, QPs: 8, Threads: 2, Mode: rdma.ModeEvent, Validate: true},
+		{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Size: 4096, Duration: rdma.Duration(time.Second), QPs: 2, Bidirectional: true},
+		{Op: rdma.OpWrite, Measure: rdma.MeasureLatency, Duration: rdma.Duration(time.Second)},
+		{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Duration: rdma.Duration(time.Second), Mode: rdma.ModeEvent, QPs: 2},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/qps%d/%v", spec.Op, spec.Measure, spec.QPs, time.Duration(spec.Duration)), func(t *testing.T) {
+			res := run(t, r, spec)
+			if spec.Duration > 0 && (res.Elapsed < time.Second || res.Elapsed > 3*time.Second) {
+				t.Errorf("a 1 s run measured %v", res.Elapsed)
+			}
+		})
+	}
+}
+
+// TestServeSurvivesMisbehaviour feeds the responder garbage, half-open and
+// stalled connections and a wrong token, then checks that a correct client
+// is still served.
+func TestServeSurvivesMisbehaviour(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startResponder(t, "--token-file", tokenFile)
+	dial := func() net.Conn {
+		c, err := net.DialTimeout("tcp", r.addr, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// Garbage: an HTTP request.
+	c := dial()
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _ = bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	// Half-open: connect and leave without a word.
+	dial().Close()
+	// Stalled mid-frame: a header promising a payload that never comes.
+	stalled := dial()
+	_, _ = stalled.Write([]byte("RDMR\x00\x01\x00\x01\x00\x00\x00\x40"))
+	defer stalled.Close()
+	// A huge declared length.
+	c = dial()
+	_, _ = c.Write([]byte("RDMR\x00\x01\x00\x01\xff\xff\xff\xff"))
+	c.Close()
+
+	// Wrong token: a clear authentication error, quickly.
+	cfg := client(r)
+	cfg.Token = "wrong"
+	start := time.Now()
+	_, err := peer.Run(context.Background(), cfg, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10})
+	if !errors.Is(err, ctrl.ErrAuth) {
+		t.Fatalf("wrong token: got %v, want ErrAuth", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("wrong token reported after %v", took)
+	}
+	t.Logf("wrong token: %v", err)
+
+	// No token at all against a responder that has one.
+	cfg.Token = ""
+	if _, err := peer.Run(context.Background(), cfg, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10}); err == nil || !strings.Contains(err.Error(), "token") {
+		t.Fatalf("missing token: got %v", err)
+	}
+
+	// After all that, a correct client is served.
+	cfg.Token = "s3cret"
+	for range 3 {
+		res, err := peer.Run(context.Background(), cfg, rdma.TestSpec{Op: rdma.OpSend, Iterations: 50, Validate: true})
+		if err != nil {
+			t.Fatalf("correct client after misbehaviour: %v\n%s", err, r.output())
+		}
+		rdmatest.CheckResult(t, res)
+	}
+	if r.cmd.ProcessState != nil {
+		t.Fatal("rdmarun serve exited")
+	}
+}
+
+// TestSilentResponder: something accepts the connection and never
+// answers. The client must give up within its step deadline.
+func TestSilentResponder(t *testing.T) {
+	ln, err := net.Listen("tcp", "10.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	cfg := peer.ClientConfig{Addr: ln.Addr().String(), Device: "rxe1", GIDIndex: rdma.AutoGIDIndex, StepTimeout: 2 * time.Second}
+	start := time.Now()
+	_, err = peer.Run(context.Background(), cfg, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10})
+	took := time.Since(start)
+	var pe *peer.Error
+	if !errors.As(err, &pe) || pe.Stage != "handshake" {
+		t.Fatalf("got %v, want a handshake error", err)
+	}
+	if took > 4*time.Second {
+		t.Errorf("gave up after %v, want about 2 s", took)
+	}
+	t.Logf("after %v: %v", took, err)
+}
+
+func ip(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v: %v: %s", args, err, out)
+	}
+}
+
+func tc(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("tc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("tc %v: %v: %s", args, err, out)
+	}
+}
+
+// waitActive waits until both rxe ports are ACTIVE again after a fault.
+func waitActive(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ok := true
+		for _, dev := range []string{"rxe0", "rxe1"} {
+			b, _ := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
+			ok = ok && strings.Contains(string(b), "ACTIVE")
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rxe ports not ACTIVE 15 s after the fault was removed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// faultRun starts a long test, injects a fault after a second, and
+// returns the error and how long after the fault it came.
+func faultRun(t *testing.T, r *responder, spec rdma.TestSpec, inject func()) (error, time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := peer.Run(context.Background(), client(r), spec)
+		done <- err
+	}()
+	time.Sleep(time.Second)
+	inject()
+	at := time.Now()
+	select {
+	case err := <-done:
+		return err, time.Since(at)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the test did not end within 30 s of the fault")
+		return nil, 0
+	}
+}
+
+var faultSpec = rdma.TestSpec{
+	Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Duration: rdma.Duration(20 * time.Second),
+	StallTimeout: rdma.Duration(5 * time.Second), QP: rdma.QPAttrs{RetryCnt: 3, Timeout: 14},
+}
+
+// TestLinkDown: the veth goes down mid-test. retry_cnt 3 with timeout 14
+// ends the QP with RETRY_EXC_ERR in about 3.4 s on rxe; the engine's own
+// stall deadline (5 s) is the backstop.
+func TestLinkDown(t *testing.T) {
+	r := startResponder(t)
+	err, after := faultRun(t, r, faultSpec, func() { ip(t, "link", "set", "veth1", "down") })
+	ip(t, "link", "set", "veth1", "up")
+	waitActive(t)
+	var ce *rdma.CompletionError
+	var se *rdma.StallError
+	switch {
+	case errors.As(err, &ce):
+		if ce.Status != rdma.WCRetryExcErr {
+			t.Errorf("completion status %s, want RETRY_EXC_ERR", ce.Status)
+		}
+	case errors.As(err, &se):
+	default:
+		t.Fatalf("got %v, want a completion error or a stall", err)
+	}
+	if after > 8*time.Second {
+		t.Errorf("error came %v after the link went down", after)
+	}
+	t.Logf("%v after link down: %v", after, err)
+	// The responder is still there for the next test.
+	run(t, r, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 50})
+}
+
+// TestLossAll: netem drops every packet on the data path; with retry_cnt 3
+// and timeout 14 rxe reports RETRY_EXC_ERR within about half a second.
+func TestLossAll(t *testing.T) {
+	r := startResponder(t)
+	err, after := faultRun(t, r, faultSpec, func() { tc(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "100%") })
+	tc(t, "qdisc", "del", "dev", "veth1", "root")
+	var ce *rdma.CompletionError
+	var se *rdma.StallError
+	if !errors.As(err, &ce) && !errors.As(err, &se) {
+		t.Fatalf("got %v, want a completion error or a stall", err)
+	}
+	if after > 8*time.Second {
+		t.Errorf("error came %v after the loss began", after)
+	}
+	t.Logf("%v after 100%% loss: %v", after, err)
+}
+
+// TestLossSome: 5% loss slows the test but it completes, and the retry
+// counters moved.
+func TestLossSome(t *testing.T) {
+	r := startResponder(t)
+	tc(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "5%")
+	defer tc(t, "qdisc", "del", "dev", "veth1", "root")
+	res := run(t, r, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Iterations: 300, QP: rdma.QPAttrs{RetryCnt: 7}, StallTimeout: rdma.Duration(20 * time.Second)})
+	moved := res.Sides[0].Counters.HWCounters["completer_retry_err"] + res.Sides[0].Counters.HWCounters["rcvd_seq_err"] +
+		res.Sides[1].Counters.HWCounters["out_of_seq_request"] + res.Sides[1].Counters.HWCounters["duplicate_request"]
+	if moved == 0 {
+		t.Errorf("5%% loss moved no retry counter: %+v", res.Sides)
+	}
+	t.Logf("retry-related counter deltas: requester %v, responder %v", res.Sides[0].Counters.HWCounters, res.Sides[1].Counters.HWCounters)
+}
+
+// TestResponderKilled: the responder process dies mid-test. The broken
+// control channel ends the client's side at once.
+func TestResponderKilled(t *testing.T) {
+	r := startResponder(t)
+	err, after := faultRun(t, r, faultSpec, func() { _ = r.cmd.Process.Kill() })
+	_ = r.cmd.Wait()
+	if err == nil {
+		t.Fatal("no error after the responder was killed")
+	}
+	if after > 8*time.Second {
+		t.Errorf("error came %v after the kill", after)
+	}
+	t.Logf("%v after kill: %v", after, err)
+}
+
+// TestGIDTypeMismatch: a peer that announces a RoCE v1 GID where this end
+// uses v2 is refused before any QP moves.
+func TestGIDTypeMismatch(t *testing.T) {
+	spec := rdma.TestSpec{Op: rdma.OpWrite}
+	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	fake := ep.Info()
+	fake.Device, fake.GIDType = "mlx5_0", rdma.GIDTypeRoCEv1
+	err = ep.Connect(fake, rdma.QPAttrs{})
+	if err == nil || !strings.Contains(err.Error(), "GID types differ: rxe1 uses RoCEv2") {
+		t.Fatalf("got %v", err)
+	}
+}
