@@ -282,7 +282,7 @@ func waitActive(t *testing.T) {
 
 // faultRun starts a long test, injects a fault after a second, and
 // returns the error and how long after the fault it came.
-func faultRun(t *testing.T, r *responder, spec rdma.TestSpec, inject func()) (error, time.Duration) {
+func faultRun(t *testing.T, r *responder, spec rdma.TestSpec, inject func()) (time.Duration, error) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
@@ -294,10 +294,10 @@ func faultRun(t *testing.T, r *responder, spec rdma.TestSpec, inject func()) (er
 	at := time.Now()
 	select {
 	case err := <-done:
-		return err, time.Since(at)
+		return time.Since(at), err
 	case <-time.After(30 * time.Second):
 		t.Fatal("the test did not end within 30 s of the fault")
-		return nil, 0
+		return 0, nil
 	}
 }
 
@@ -311,7 +311,7 @@ var faultSpec = rdma.TestSpec{
 // stall deadline (5 s) is the backstop.
 func TestLinkDown(t *testing.T) {
 	r := startResponder(t)
-	err, after := faultRun(t, r, faultSpec, func() { ip(t, "link", "set", "veth1", "down") })
+	after, err := faultRun(t, r, faultSpec, func() { ip(t, "link", "set", "veth1", "down") })
 	ip(t, "link", "set", "veth1", "up")
 	waitActive(t)
 	var ce *rdma.CompletionError
@@ -337,7 +337,7 @@ func TestLinkDown(t *testing.T) {
 // and timeout 14 rxe reports RETRY_EXC_ERR within about half a second.
 func TestLossAll(t *testing.T) {
 	r := startResponder(t)
-	err, after := faultRun(t, r, faultSpec, func() { tc(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "100%") })
+	after, err := faultRun(t, r, faultSpec, func() { tc(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "100%") })
 	tc(t, "qdisc", "del", "dev", "veth1", "root")
 	var ce *rdma.CompletionError
 	var se *rdma.StallError
@@ -369,7 +369,7 @@ func TestLossSome(t *testing.T) {
 // control channel ends the client's side at once.
 func TestResponderKilled(t *testing.T) {
 	r := startResponder(t)
-	err, after := faultRun(t, r, faultSpec, func() { _ = r.cmd.Process.Kill() })
+	after, err := faultRun(t, r, faultSpec, func() { _ = r.cmd.Process.Kill() })
 	_ = r.cmd.Wait()
 	if err == nil {
 		t.Fatal("no error after the responder was killed")
