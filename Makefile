@@ -78,7 +78,7 @@ $(TESTBIN)/compare: FORCE
 demo: $(TESTBIN)/rdmarun
 	testbed/demo.sh $(TESTBIN)/rdmarun
 
-COMPARE_ARGS ?= --sizes 2,64,1024,4096 --iters 1000 --pairs 7
+COMPARE_ARGS ?= --lat-iters 1000 --bw-iters 1000 --pairs 5
 compare: testbed-build $(TESTBIN)/rdmarun $(TESTBIN)/compare
 	testbed/run.sh --timeout $(TESTBED_TIMEOUT) -- $(TESTBIN)/compare --rdmarun $(TESTBIN)/rdmarun $(COMPARE_ARGS)
 

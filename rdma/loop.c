@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "shim.h"
 
@@ -490,8 +491,15 @@ static int bw_post(struct rr_worker *w, struct rr_qp_io *q, uint64_t total, int6
 static void sender_finished(struct rr_worker *w)
 {
 	struct rr_run *r = w->run;
-	if (__atomic_add_fetch(&r->finished_senders, 1, __ATOMIC_ACQ_REL) == r->nsenders)
+	if (__atomic_add_fetch(&r->finished_senders, 1, __ATOMIC_ACQ_REL) == r->nsenders) {
 		r->own_done = 1;
+		// Wakes Go, which tells the peer; no one polls for this.
+		if (r->notify_fd >= 0) {
+			uint64_t one = 1;
+			ssize_t n = write(r->notify_fd, &one, sizeof(one));
+			(void)n;
+		}
+	}
 }
 
 static int bw_worker(struct rr_worker *w)

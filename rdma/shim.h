@@ -145,6 +145,7 @@ struct rr_run {
 	volatile int stop;      // set by a failing worker, or by Go to end a run early
 	volatile int peer_done; // set by Go: every sender on the other side has finished
 	volatile int own_done;  // set here when every sender of this run has finished
+	int notify_fd;          // eventfd written when own_done is set, or -1
 	int nsenders;           // workers of this run with RR_ROLE_SEND
 	int finished_senders;
 	int arrived; // barrier

@@ -250,32 +250,37 @@ func checkBuffers(spec TestSpec, e areas, side int, role Role) error {
 // Link relays between two sides in one process what a control channel
 // relays between two hosts: each side's "my senders are done", and a stop
 // when one side fails or ctx ends. It returns when both sides are done.
+// It waits on channels only: a poll here would steal CPU from spinning
+// workers and show up in their latency tail.
 func Link(ctx context.Context, a, b *SideRun) {
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	aTold, bTold := false, false
-	for {
+	aOwn, bOwn := a.OwnDoneC(), b.OwnDoneC()
+	aEnd, bEnd := a.Done(), b.Done()
+	stop := ctx.Done()
+	for aEnd != nil || bEnd != nil {
 		select {
-		case <-ctx.Done():
+		case <-stop:
 			a.Stop()
 			b.Stop()
-		case <-tick.C:
-		}
-		if !aTold && a.OwnDone() {
+			stop = nil
+		case <-aOwn:
 			b.PeerDone()
-			aTold = true
-		}
-		if !bTold && b.OwnDone() {
+			aOwn = nil
+		case <-bOwn:
 			a.PeerDone()
-			bTold = true
-		}
-		aEnd, bEnd := a.Finished(), b.Finished()
-		if aEnd && a.Failed() || bEnd && b.Failed() {
-			a.Stop()
-			b.Stop()
-		}
-		if aEnd && bEnd {
-			return
+			bOwn = nil
+		case <-aEnd:
+			// A finished side sends no more, whether it succeeded or not.
+			b.PeerDone()
+			if a.Failed() {
+				b.Stop()
+			}
+			aEnd, aOwn = nil, nil
+		case <-bEnd:
+			a.PeerDone()
+			if b.Failed() {
+				a.Stop()
+			}
+			bEnd, bOwn = nil, nil
 		}
 	}
 }

@@ -542,7 +542,38 @@ type SideRun struct {
 	done   chan struct{}
 	rc     C.int
 	ended  sync.Once
+	// ownDone is closed when every sender of this side has finished; the
+	// C side wakes it through an eventfd, so nothing polls.
+	ownDone chan struct{}
+	notify  *os.File
 }
+
+// watchOwnDone creates the eventfd the workers write when their sending
+// is done, and a goroutine that turns it into the ownDone channel.
+func (s *SideRun) watchOwnDone() error {
+	s.ownDone = make(chan struct{})
+	s.c.r.notify_fd = -1
+	if s.c.r.nsenders == 0 {
+		return nil
+	}
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("rdma: eventfd: %w", err)
+	}
+	s.notify = os.NewFile(uintptr(fd), "rdmarun-own-done")
+	s.c.r.notify_fd = C.int(fd)
+	go func() {
+		var b [8]byte
+		if _, err := s.notify.Read(b[:]); err == nil {
+			close(s.ownDone)
+		}
+	}()
+	return nil
+}
+
+// OwnDoneC is closed when every sender of this side has finished. It is
+// never closed for a side without senders.
+func (s *SideRun) OwnDoneC() <-chan struct{} { return s.ownDone }
 
 // Prepare lays out one side of spec on the endpoint, fills its buffers and
 // posts its receives: after Prepare the peer may start sending. side is 0
@@ -561,6 +592,10 @@ func (e *Endpoint) Prepare(spec TestSpec, side int, role Role, peer EndpointInfo
 	s := &SideRun{e: e, spec: spec, side: side, role: role, done: make(chan struct{})}
 	fillBuffers(spec, e, side)
 	if s.c, err = s.build(peer); err != nil {
+		return nil, err
+	}
+	if err := s.watchOwnDone(); err != nil {
+		s.c.free()
 		return nil, err
 	}
 	if C.rr_prepare(s.c.r) != 0 {
@@ -676,6 +711,9 @@ func (s *SideRun) Close() {
 	}
 	s.Stop()
 	<-s.done
+	if s.notify != nil {
+		s.notify.Close()
+	}
 	s.c.free()
 	s.c = nil
 }

@@ -76,3 +76,64 @@ func ParseLatency(r io.Reader) ([]Latency, error) {
 	}
 	return out, nil
 }
+
+// Bandwidth is one result row of a perftest bandwidth report
+// (ib_write_bw, ib_read_bw, ib_send_bw). perftest's "MB/sec" is MiB/s
+// (2^20 bytes), unless --report_gbits made it Gb/s.
+type Bandwidth struct {
+	Bytes       int
+	Iterations  int     // over all QPs
+	PeakMiBps   float64 // perftest's "BW peak[MB/sec]"
+	AvgMiBps    float64 // perftest's "BW average[MB/sec]"
+	MsgRateMpps float64
+}
+
+// BytesPerSecond is the average in bytes per second.
+func (b Bandwidth) BytesPerSecond() float64 { return b.AvgMiBps * (1 << 20) }
+
+// ParseBandwidth reads the result rows of a bandwidth report in MB/sec.
+func ParseBandwidth(r io.Reader) ([]Bandwidth, error) {
+	sc := bufio.NewScanner(r)
+	var out []Bandwidth
+	inTable := false
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(text, "#bytes") && strings.Contains(text, "BW peak") {
+			if !strings.Contains(text, "[MB/sec]") {
+				return nil, fmt.Errorf("line %d: bandwidth header without [MB/sec] (run without --report_gbits): %q", line, text)
+			}
+			inTable = true
+			continue
+		}
+		if !inTable || text == "" || strings.HasPrefix(text, "---") {
+			continue
+		}
+		f := strings.Fields(text)
+		if len(f) != 5 {
+			return nil, fmt.Errorf("line %d: want 5 columns after the bandwidth header, got %d: %q", line, len(f), text)
+		}
+		var b Bandwidth
+		var err error
+		if b.Bytes, err = strconv.Atoi(f[0]); err != nil {
+			return nil, fmt.Errorf("line %d: #bytes %q: %w", line, f[0], err)
+		}
+		if b.Iterations, err = strconv.Atoi(f[1]); err != nil {
+			return nil, fmt.Errorf("line %d: #iterations %q: %w", line, f[1], err)
+		}
+		for i, dst := range []*float64{&b.PeakMiBps, &b.AvgMiBps, &b.MsgRateMpps} {
+			if *dst, err = strconv.ParseFloat(f[i+2], 64); err != nil {
+				return nil, fmt.Errorf("line %d: column %d %q: %w", line, i+3, f[i+2], err)
+			}
+		}
+		out = append(out, b)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no bandwidth result in the report (did the test run to the end?)")
+	}
+	return out, nil
+}

@@ -56,3 +56,67 @@ func FuzzParseLatency(f *testing.F) {
 		}
 	})
 }
+
+func TestParseReports(t *testing.T) {
+	open := func(name string) *os.File {
+		f, err := os.Open("testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	bw, err := ParseBandwidth(open("ib_write_bw.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Bandwidth{Bytes: 65536, Iterations: 300, PeakMiBps: 10.23, AvgMiBps: 9.73, MsgRateMpps: 0.000156}); len(bw) != 1 || bw[0] != want {
+		t.Errorf("ib_write_bw: %+v, want %+v", bw, want)
+	}
+	if got := bw[0].BytesPerSecond(); got != 9.73*1048576 {
+		t.Errorf("BytesPerSecond = %v", got)
+	}
+	lat, err := ParseLatency(open("ib_atomic_lat.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Latency{Bytes: 8, Iterations: 200, Min: 67.62, Max: 386.67, Typical: 73.36, Avg: 101.33, Stdev: 49.02, P99: 358.28, P999: 386.67}); len(lat) != 1 || lat[0] != want {
+		t.Errorf("ib_atomic_lat: %+v, want %+v", lat, want)
+	}
+	// A latency report is not a bandwidth report, and the reverse.
+	if _, err := ParseBandwidth(open("ib_atomic_lat.txt")); err == nil {
+		t.Error("ParseBandwidth accepted a latency report")
+	}
+	if _, err := ParseLatency(open("ib_write_bw.txt")); err == nil {
+		t.Error("ParseLatency accepted a bandwidth report")
+	}
+}
+
+func TestParseBandwidthErrors(t *testing.T) {
+	hdr := " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+	for _, tc := range []struct{ in, want string }{
+		{"", "no bandwidth result in the report (did the test run to the end?)"},
+		{hdr + " 65536 300 1 2\n", `line 2: want 5 columns after the bandwidth header, got 4: "65536 300 1 2"`},
+		{hdr + " 65536 x 1 2 3\n", `line 2: #iterations "x": strconv.Atoi: parsing "x": invalid syntax`},
+		{" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n", `line 1: bandwidth header without [MB/sec] (run without --report_gbits): "#bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"`},
+	} {
+		_, err := ParseBandwidth(strings.NewReader(tc.in))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("input %q:\n got %v\nwant %s", tc.in, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseBandwidth(f *testing.F) {
+	b, err := os.ReadFile("testdata/ib_write_bw.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(b))
+	f.Fuzz(func(t *testing.T, s string) {
+		rows, err := ParseBandwidth(strings.NewReader(s))
+		if err == nil && len(rows) == 0 {
+			t.Fatal("no error and no rows")
+		}
+	})
+}

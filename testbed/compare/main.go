@@ -1,8 +1,9 @@
-// Command compare runs perftest's ib_write_lat and rdmarun's write latency
-// on the same devices, sizes and iteration counts, interleaved (perftest,
-// rdmarun, rdmarun, perftest, ...) so that drift in a noisy emulated VM
-// hits both alike, and prints them side by side. It runs inside the
-// testbed VM: make compare.
+// Command compare runs perftest's tools and rdmarun on the same devices,
+// sizes and iteration counts, interleaved (perftest, rdmarun, rdmarun,
+// perftest, ...) so that drift in a noisy emulated VM hits both alike,
+// and prints them side by side. Both run as two processes: perftest's
+// server and client, and `rdmarun serve` with `rdmarun bench --peer`.
+// It runs inside the testbed VM: make compare.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -22,49 +24,65 @@ import (
 	"time"
 
 	"github.com/rdmarun/rdmarun/internal/perftest"
-	"github.com/rdmarun/rdmarun/units"
 )
 
 type options struct {
 	rdmarun    string
-	sizes      []int
-	iters      int
-	warmup     int
+	latIters   int
+	bwIters    int
 	pairs      int
 	serverDev  string
 	clientDev  string
 	gidIndex   int
 	serverAddr string
+	only       string
 	timeout    time.Duration
 }
 
-// stats is one run's one-way latency in microseconds.
-type stats struct{ min, median, p99, p999 float64 }
+// test is one perftest tool run and the rdmarun run that measures the same.
+type test struct {
+	name      string   // as printed
+	tool      string   // perftest binary
+	args      []string // perftest arguments for both sides
+	bench     []string // rdmarun bench arguments
+	bandwidth bool
+	rtt       bool // perftest reports the round trip (read, atomics), not half of it
+}
+
+func tests(o options) []test {
+	lat, bw := strconv.Itoa(o.latIters), strconv.Itoa(o.bwIters)
+	// Reads and atomics may have 16 outstanding on both tools: perftest
+	// defaults to the device's maximum, rdmarun to 1.
+	return []test{
+		{name: "write lat 2B", tool: "ib_write_lat", args: []string{"-s", "2", "-n", lat}, bench: []string{"--op", "write", "--sizes", "2", "--iters", lat}},
+		{name: "read lat 2B", tool: "ib_read_lat", args: []string{"-s", "2", "-n", lat}, bench: []string{"--op", "read", "--sizes", "2", "--iters", lat}, rtt: true},
+		{name: "send lat 2B", tool: "ib_send_lat", args: []string{"-s", "2", "-n", lat}, bench: []string{"--op", "send", "--sizes", "2", "--iters", lat}},
+		{name: "atomic lat 8B", tool: "ib_atomic_lat", args: []string{"-n", lat}, bench: []string{"--op", "fetch_add", "--iters", lat}, rtt: true},
+		{name: "write bw 64KiB", tool: "ib_write_bw", args: []string{"-s", "65536", "-n", bw}, bench: []string{"--op", "write", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw}, bandwidth: true},
+		{name: "write bw 64KiB 4 QPs", tool: "ib_write_bw", args: []string{"-s", "65536", "-n", bw, "-q", "4"}, bench: []string{"--op", "write", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--qps", "4"}, bandwidth: true},
+		{name: "read bw 64KiB", tool: "ib_read_bw", args: []string{"-s", "65536", "-n", bw, "-o", "16"}, bench: []string{"--op", "read", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--max-rd-atomic", "16"}, bandwidth: true},
+		{name: "send bw 64KiB", tool: "ib_send_bw", args: []string{"-s", "65536", "-n", bw}, bench: []string{"--op", "send", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw}, bandwidth: true},
+	}
+}
+
+// sample is one run: latency in microseconds, or bandwidth in bytes/s.
+type sample struct{ min, median, p99, p999, bytesPerSec float64 }
 
 func main() { os.Exit(run()) }
 
 func run() int {
 	var o options
-	var sizes string
 	flag.StringVar(&o.rdmarun, "rdmarun", "rdmarun", "path of the rdmarun binary")
-	flag.StringVar(&sizes, "sizes", "2,64,1024,4096", "message sizes")
-	flag.IntVar(&o.iters, "iters", 1000, "iterations per run, for both tools")
-	flag.IntVar(&o.warmup, "warmup", 100, "rdmarun warm-up iterations (perftest's latency tools have none)")
-	flag.IntVar(&o.pairs, "pairs", 5, "interleaved runs of each tool per size")
+	flag.IntVar(&o.latIters, "lat-iters", 1000, "iterations of each latency run, for both tools")
+	flag.IntVar(&o.bwIters, "bw-iters", 1000, "messages per QP of each bandwidth run, for both tools")
+	flag.IntVar(&o.pairs, "pairs", 5, "interleaved runs of each tool per test")
 	flag.StringVar(&o.serverDev, "server-device", "rxe0", "device of the answering side")
-	flag.StringVar(&o.clientDev, "client-device", "rxe1", "device of the timing side")
+	flag.StringVar(&o.clientDev, "client-device", "rxe1", "device of the measuring side")
 	flag.IntVar(&o.gidIndex, "gid-index", 1, "GID index on both devices")
 	flag.StringVar(&o.serverAddr, "server-addr", "10.0.0.1", "IP address of the server device's netdev")
+	flag.StringVar(&o.only, "only", "", "run only the tests whose name contains this")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "deadline of each tool run")
 	flag.Parse()
-	for _, s := range strings.Split(sizes, ",") {
-		n, err := units.ParseBytes(s)
-		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "compare: --sizes: %v\n", err)
-			return 3
-		}
-		o.sizes = append(o.sizes, int(n))
-	}
 	if err := compare(os.Stdout, o); err != nil {
 		fmt.Fprintf(os.Stderr, "compare: %v\n", err)
 		return 1
@@ -73,39 +91,76 @@ func run() int {
 }
 
 func compare(w io.Writer, o options) error {
-	fmt.Fprintf(w, "RDMA WRITE latency: perftest ib_write_lat vs rdmarun, %s -> %s (GID index %d), RC, busy-poll.\n", o.clientDev, o.serverDev, o.gidIndex)
-	fmt.Fprintf(w, "One-way latency (RTT/2, as ib_write_lat reports it) in microseconds; %d iterations per run, %d interleaved runs per tool and size.\n", o.iters, o.pairs)
-	fmt.Fprintf(w, "Each cell is the median over runs; the spread column gives the lowest and highest per-run median.\n")
-	fmt.Fprintf(w, "perftest runs server and client as two processes; rdmarun loopback runs both ends in one process, the responder in its own thread. Neither sends inline.\n\n")
+	serve, err := startServe(o)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
+
+	fmt.Fprintf(w, "perftest vs rdmarun, %s -> %s (GID index %d), RC, busy-poll, no inline data (perftest does not use inline on rxe), two processes each.\n", o.clientDev, o.serverDev, o.gidIndex)
+	fmt.Fprintf(w, "%d interleaved runs per tool and test; each cell is the median over runs, the spread the lowest and highest per-run median or average.\n", o.pairs)
+	fmt.Fprintf(w, "Latency in microseconds: one-way (RTT/2) for write and send, round trip for read and atomics, as perftest reports them.\n")
+	fmt.Fprintf(w, "Bandwidth from first post to last completion, in Gb/s (10^9 bit/s); perftest's MB/sec is MiB/s and is converted.\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "size\ttool\tmin\tmedian\tp99\tp99.9\tmedian spread\tratio of medians\t")
-	for _, size := range o.sizes {
-		var pt, rr []stats
+	fmt.Fprintln(tw, "test\ttool\tmin us\tmedian us\tp99 us\tp99.9 us\tGb/s\tspread\trdmarun/perftest\t")
+	for _, t := range tests(o) {
+		if o.only != "" && !strings.Contains(t.name, o.only) {
+			continue
+		}
+		var pt, rr []sample
 		for k := range o.pairs {
-			// Alternate which tool goes first, so neither always runs
-			// on a warmer or cooler VM.
 			order := []func() error{
-				func() error { s, err := runPerftest(o, size, k); pt = append(pt, s); return err },
-				func() error { s, err := runRdmarun(o, size); rr = append(rr, s); return err },
+				func() error { s, err := runPerftest(o, t, k); pt = append(pt, s); return err },
+				func() error { s, err := runRdmarun(o, t); rr = append(rr, s); return err },
 			}
 			if k%2 == 1 {
 				slices.Reverse(order)
 			}
 			for _, f := range order {
 				if err := f(); err != nil {
-					return fmt.Errorf("size %d, run %d: %w", size, k+1, err)
+					return fmt.Errorf("%s, run %d: %w", t.name, k+1, err)
 				}
 			}
 		}
 		p, r := medianOf(pt), medianOf(rr)
-		fmt.Fprintf(tw, "%s\tperftest\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\t\n", units.FormatBytes(uint64(size)), p.min, p.median, p.p99, p.p999, spread(pt))
-		fmt.Fprintf(tw, "\trdmarun\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.3f\t\n", r.min, r.median, r.p99, r.p999, spread(rr), r.median/p.median)
+		if t.bandwidth {
+			fmt.Fprintf(tw, "%s\tperftest\t\t\t\t\t%.4f\t%s\t\t\n", t.name, p.bytesPerSec*8/1e9, spread(pt, true))
+			fmt.Fprintf(tw, "\trdmarun\t\t\t\t\t%.4f\t%s\t%.3f\t\n", r.bytesPerSec*8/1e9, spread(rr, true), r.bytesPerSec/p.bytesPerSec)
+		} else {
+			fmt.Fprintf(tw, "%s\tperftest\t%.2f\t%.2f\t%.2f\t%.2f\t\t%s\t\t\n", t.name, p.min, p.median, p.p99, p.p999, spread(pt, false))
+			fmt.Fprintf(tw, "\trdmarun\t%.2f\t%.2f\t%.2f\t%.2f\t\t%s\t%.3f\t\n", r.min, r.median, r.p99, r.p999, spread(rr, false), r.median/p.median)
+		}
+		// Flushing per test shows progress; columns may shift a little.
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	return nil
 }
 
-func medianOf(runs []stats) stats {
-	pick := func(f func(stats) float64) float64 {
+func startServe(o options) (*exec.Cmd, error) {
+	addr := net.JoinHostPort(o.serverAddr, "18520")
+	cmd := exec.Command(o.rdmarun, "serve", "--device", o.serverDev, "--gid-index", strconv.Itoa(o.gidIndex), "--listen", addr, "--log-level", "warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("rdmarun serve: %w", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return cmd, nil
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return nil, fmt.Errorf("rdmarun serve did not listen on %s: %w", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func medianOf(runs []sample) sample {
+	pick := func(f func(sample) float64) float64 {
 		v := make([]float64, len(runs))
 		for i, r := range runs {
 			v[i] = f(r)
@@ -116,32 +171,42 @@ func medianOf(runs []stats) stats {
 		}
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
-	return stats{
-		min:    pick(func(s stats) float64 { return s.min }),
-		median: pick(func(s stats) float64 { return s.median }),
-		p99:    pick(func(s stats) float64 { return s.p99 }),
-		p999:   pick(func(s stats) float64 { return s.p999 }),
+	return sample{
+		min:         pick(func(s sample) float64 { return s.min }),
+		median:      pick(func(s sample) float64 { return s.median }),
+		p99:         pick(func(s sample) float64 { return s.p99 }),
+		p999:        pick(func(s sample) float64 { return s.p999 }),
+		bytesPerSec: pick(func(s sample) float64 { return s.bytesPerSec }),
 	}
 }
 
-func spread(runs []stats) string {
-	lo, hi := runs[0].median, runs[0].median
+func spread(runs []sample, bw bool) string {
+	val := func(s sample) float64 {
+		if bw {
+			return s.bytesPerSec * 8 / 1e9
+		}
+		return s.median
+	}
+	lo, hi := val(runs[0]), val(runs[0])
 	for _, r := range runs {
-		lo, hi = min(lo, r.median), max(hi, r.median)
+		lo, hi = min(lo, val(r)), max(hi, val(r))
+	}
+	if bw {
+		return fmt.Sprintf("%.4f-%.4f", lo, hi)
 	}
 	return fmt.Sprintf("%.2f-%.2f", lo, hi)
 }
 
-func runPerftest(o options, size, k int) (stats, error) {
+func runPerftest(o options, t test, k int) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	port := strconv.Itoa(18515 + k)
-	common := []string{"-x", strconv.Itoa(o.gidIndex), "-s", strconv.Itoa(size), "-n", strconv.Itoa(o.iters), "-p", port, "-F"}
-	server := exec.CommandContext(ctx, "ib_write_lat", append([]string{"-d", o.serverDev}, common...)...)
+	port := strconv.Itoa(18515 + k%4)
+	common := append([]string{"-x", strconv.Itoa(o.gidIndex), "-p", port, "-F"}, t.args...)
+	server := exec.CommandContext(ctx, t.tool, append([]string{"-d", o.serverDev}, common...)...)
 	var serverOut bytes.Buffer
 	server.Stdout, server.Stderr = &serverOut, &serverOut
 	if err := server.Start(); err != nil {
-		return stats{}, fmt.Errorf("ib_write_lat server: %w", err)
+		return sample{}, fmt.Errorf("%s server: %w", t.tool, err)
 	}
 	defer func() { _ = server.Process.Kill(); _ = server.Wait() }()
 
@@ -150,7 +215,7 @@ func runPerftest(o options, size, k int) (stats, error) {
 	var out []byte
 	var err error
 	for ctx.Err() == nil {
-		client := exec.CommandContext(ctx, "ib_write_lat", append([]string{"-d", o.clientDev}, append(common, o.serverAddr)...)...)
+		client := exec.CommandContext(ctx, t.tool, append([]string{"-d", o.clientDev}, append(common, o.serverAddr)...)...)
 		out, err = client.CombinedOutput()
 		if err == nil || !bytes.Contains(out, []byte("Couldn't connect")) {
 			break
@@ -158,52 +223,77 @@ func runPerftest(o options, size, k int) (stats, error) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if err != nil {
-		return stats{}, fmt.Errorf("ib_write_lat client: %w\n%s\nserver:\n%s", err, out, serverOut.Bytes())
+		return sample{}, fmt.Errorf("%s client: %w\n%s\nserver:\n%s", t.tool, err, out, serverOut.Bytes())
+	}
+	if t.bandwidth {
+		rows, err := perftest.ParseBandwidth(bytes.NewReader(out))
+		if err != nil {
+			return sample{}, fmt.Errorf("%s output: %w\n%s", t.tool, err, out)
+		}
+		return sample{bytesPerSec: rows[len(rows)-1].BytesPerSecond()}, nil
 	}
 	rows, err := perftest.ParseLatency(bytes.NewReader(out))
 	if err != nil {
-		return stats{}, fmt.Errorf("ib_write_lat client output: %w\n%s", err, out)
-	}
-	if os.Getenv("COMPARE_SHOW_PERFTEST") != "" {
-		os.Stderr.Write(out)
+		return sample{}, fmt.Errorf("%s output: %w\n%s", t.tool, err, out)
 	}
 	r := rows[len(rows)-1]
-	return stats{min: r.Min, median: r.Typical, p99: r.P99, p999: r.P999}, nil
+	return sample{min: r.Min, median: r.Typical, p99: r.P99, p999: r.P999}, nil
 }
 
-func runRdmarun(o options, size int) (stats, error) {
+type summary struct {
+	Min  float64 `json:"min_ns"`
+	P50  float64 `json:"p50_ns"`
+	P99  float64 `json:"p99_ns"`
+	P999 float64 `json:"p99_9_ns"`
+}
+
+func runRdmarun(o options, t test) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, o.rdmarun, "loopback", "--op", "write",
-		"--device", o.clientDev, "--peer-device", o.serverDev, "--gid-index", strconv.Itoa(o.gidIndex),
-		"--sizes", strconv.Itoa(size), "--iters", strconv.Itoa(o.iters), "--warmup", strconv.Itoa(o.warmup),
-		// perftest does not recognise rxe as inline-capable and sends
-		// nothing inline; the comparison does the same.
-		"--inline", "0", "--json")
+	args := append([]string{"bench", "--peer", net.JoinHostPort(o.serverAddr, "18520"), "--device", o.clientDev,
+		"--gid-index", strconv.Itoa(o.gidIndex), "--inline", "0", "--json"}, t.bench...)
+	cmd := exec.CommandContext(ctx, o.rdmarun, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return stats{}, fmt.Errorf("rdmarun: %w: %s", err, stderr.Bytes())
+		return sample{}, fmt.Errorf("rdmarun %s: %w: %s", strings.Join(args, " "), err, stderr.Bytes())
 	}
 	var doc struct {
 		Results []struct {
-			Latency struct {
-				OneWay struct {
-					Min  float64 `json:"min_ns"`
-					P50  float64 `json:"p50_ns"`
-					P99  float64 `json:"p99_ns"`
-					P999 float64 `json:"p99_9_ns"`
-				} `json:"one_way"`
+			Latency *struct {
+				RTT    summary  `json:"rtt"`
+				OneWay *summary `json:"one_way"`
 			} `json:"latency"`
+			Bandwidth *struct {
+				Directions []struct {
+					BytesPerSecond float64 `json:"bytes_per_second"`
+				} `json:"directions"`
+			} `json:"bandwidth"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(out, &doc); err != nil {
-		return stats{}, fmt.Errorf("rdmarun --json: %w", err)
+		return sample{}, fmt.Errorf("rdmarun --json: %w", err)
 	}
 	if len(doc.Results) != 1 {
-		return stats{}, errors.New("rdmarun --json: want exactly one result")
+		return sample{}, errors.New("rdmarun --json: want exactly one result")
 	}
-	s := doc.Results[0].Latency.OneWay
-	return stats{min: s.Min / 1e3, median: s.P50 / 1e3, p99: s.P99 / 1e3, p999: s.P999 / 1e3}, nil
+	res := doc.Results[0]
+	if t.bandwidth {
+		if res.Bandwidth == nil || len(res.Bandwidth.Directions) != 1 {
+			return sample{}, errors.New("rdmarun --json: no bandwidth direction")
+		}
+		return sample{bytesPerSec: res.Bandwidth.Directions[0].BytesPerSecond}, nil
+	}
+	if res.Latency == nil {
+		return sample{}, errors.New("rdmarun --json: no latency")
+	}
+	s := res.Latency.RTT
+	if !t.rtt {
+		if res.Latency.OneWay == nil {
+			return sample{}, errors.New("rdmarun --json: no one-way latency")
+		}
+		s = *res.Latency.OneWay
+	}
+	return sample{min: s.Min / 1e3, median: s.P50 / 1e3, p99: s.P99 / 1e3, p999: s.P999 / 1e3}, nil
 }
