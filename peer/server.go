@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -138,12 +139,19 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 		s.failed++
 	}
 	s.mu.Unlock()
-	if err != nil {
+	switch {
+	case errors.Is(err, errHandshake) && errors.Is(err, io.EOF):
+		// Connected and left without a word: a port probe or health
+		// check, not a failed test.
+		log.Debug("connection closed before the handshake", "err", err)
+	case err != nil:
 		log.Warn("test failed", "err", err)
-	} else {
+	default:
 		log.Info("test done")
 	}
 }
+
+var errHandshake = errors.New("handshake")
 
 // serveTest runs one client's test. Every step has a deadline; every
 // resource is freed on every path.
@@ -154,7 +162,7 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 	c, err := ctrl.Server(sctx, nc, s.cfg.Token)
 	scancel()
 	if err != nil {
-		return fmt.Errorf("handshake: %w", err)
+		return fmt.Errorf("%w: %w", errHandshake, err)
 	}
 	defer c.Close()
 	fail := func(err error) error {
