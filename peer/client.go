@@ -168,6 +168,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Resul
 	if theirRes.Side == nil {
 		return nil, wrap("reading its result", errors.New("no result and no error"))
 	}
+	spec.QP = ep.Attrs()
 	return rdma.Assemble(spec, ep.Info(), peerInfo, mine, theirRes.Side), nil
 }
 

@@ -407,6 +407,9 @@ func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
 	return nil
 }
 
+// Attrs returns the QP attributes Connect really set, path MTU included.
+func (e *Endpoint) Attrs() QPAttrs { return e.attrs }
+
 // Fail moves every QP to the error state; tests use it to make a peer
 // stop answering.
 func (e *Endpoint) Fail() error {
@@ -521,7 +524,9 @@ func (p *Pair) Run(ctx context.Context, spec TestSpec) (*Result, error) {
 		}
 		return nil, err
 	}
-	return Assemble(req.spec, p.Requester.Info(), p.Responder.Info(), reqRes, respRes), nil
+	spec = req.spec
+	spec.QP = p.Requester.Attrs()
+	return Assemble(spec, p.Requester.Info(), p.Responder.Info(), reqRes, respRes), nil
 }
 
 // SideRun is one side of a test, prepared on its endpoint: its workers,

@@ -87,3 +87,6 @@ func (*SideRun) Failed() bool { return true }
 
 // OwnDoneC is always closed in this build.
 func (*SideRun) OwnDoneC() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// Attrs returns nothing in this build.
+func (*Endpoint) Attrs() QPAttrs { return QPAttrs{} }

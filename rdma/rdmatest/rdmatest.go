@@ -67,6 +67,9 @@ func CheckResult(t testing.TB, r *rdma.Result) {
 	if s.Mode == rdma.ModeBusyPoll && r.Events != 0 {
 		t.Errorf("busy-poll mode consumed %d events", r.Events)
 	}
+	if r.Spec.QP.MTU < 256 {
+		t.Errorf("effective path MTU %d not recorded", r.Spec.QP.MTU)
+	}
 	if r.Elapsed <= 0 {
 		t.Errorf("elapsed %v", r.Elapsed)
 	}
