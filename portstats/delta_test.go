@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/rdmarun/rdmarun/internal/golden"
 )
 
 func TestDeltaGolden(t *testing.T) {
@@ -26,7 +28,7 @@ func TestDeltaGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, dev.golden, append(got, '\n'))
+			golden.Check(t, dev.golden, append(got, '\n'))
 		})
 	}
 }

@@ -1,33 +1,11 @@
 package rdma
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/rdmarun/rdmarun/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the output:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func TestReadSysfsDevices(t *testing.T) {
 	devs, err := ReadSysfsDevices("testdata/sysfs")
@@ -38,7 +16,7 @@ func TestReadSysfsDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "sysfs-devices.golden.json", append(got, '\n'))
+	golden.Check(t, "sysfs-devices.golden.json", append(got, '\n'))
 }
 
 func TestReadSysfsDevicesMissingRoot(t *testing.T) {

@@ -3,33 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rdmarun/rdmarun/internal/golden"
 	"github.com/rdmarun/rdmarun/rdma"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func withDevices(t *testing.T, f func() ([]rdma.Device, error)) {
 	old := listDevices
@@ -96,7 +75,7 @@ func TestRun(t *testing.T) {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr.String())
 			}
 			if tc.stdoutFile != "" {
-				golden(t, tc.stdoutFile, stdout.Bytes())
+				golden.Check(t, tc.stdoutFile, stdout.Bytes())
 			}
 			if !strings.Contains(stderr.String(), tc.stderr) {
 				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.stderr)
