@@ -47,7 +47,9 @@ func relay(ctx context.Context, c *ctrl.Conn, side *rdma.SideRun, step time.Dura
 			linkErr = fmt.Errorf("control channel: %w", err)
 		}
 	}
-	for !(side.Finished() && peerDone) {
+	// Loop until this side's end has been handled (end == nil: the peer
+	// was told) and the peer's Done is in.
+	for end != nil || !peerDone {
 		select {
 		case m := <-incoming:
 			peerDone = true

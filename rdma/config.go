@@ -15,10 +15,11 @@ type EndpointConfig struct {
 	// its registered buffer holds a send area and a receive area of this
 	// size.
 	MaxMessage int
-	SQDepth    int // send queue depth; 0 means 128
-	RQDepth    int // receive queue depth; 0 means 512
-	MaxInline  int // inline data requested for the QP; 0 means 220, negative means none
-	QPs        int // queue pairs, each with its own CQ and buffer slot; 0 means 1
+	SQDepth    int  // send queue depth; 0 means 128
+	RQDepth    int  // receive queue depth; 0 means 512
+	MaxInline  int  // inline data requested for the QP; 0 means 220, negative means none
+	Hugepages  bool // back the buffer with 2 MiB huge pages
+	QPs        int  // queue pairs, each with its own CQ and buffer slot; 0 means 1
 	QPType     QPType
 	// Channels is the number of completion channels (one per thread in
 	// event mode); QP i's CQ reports to channel i % Channels. 0: none,
@@ -185,6 +186,7 @@ func SpecConfig(spec TestSpec, c EndpointConfig) EndpointConfig {
 	if spec.Inline == 0 {
 		c.MaxInline = -1
 	}
+	c.Hugepages = spec.Hugepages
 	c.Channels = 0
 	if spec.Mode == ModeEvent {
 		c.Channels = spec.Threads

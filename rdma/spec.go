@@ -173,8 +173,9 @@ type TestSpec struct {
 	PostList      int      `json:"post_list"` // WRs per ibv_post_send call (bandwidth)
 	Inline        int      `json:"inline"`    // largest message sent inline; 0: none
 	Bidirectional bool     `json:"bidirectional,omitempty"`
-	Validate      bool     `json:"validate,omitempty"` // write a pattern and check it arrived
-	Seed          uint64   `json:"seed,omitempty"`     // of the validation pattern; both ends derive it
+	Hugepages     bool     `json:"hugepages,omitempty"` // buffers on 2 MiB huge pages
+	Validate      bool     `json:"validate,omitempty"`  // write a pattern and check it arrived
+	Seed          uint64   `json:"seed,omitempty"`      // of the validation pattern; both ends derive it
 	StallTimeout  Duration `json:"stall_timeout"`
 	QP            QPAttrs  `json:"qp_attrs"`
 }

@@ -9,6 +9,7 @@ package rdma_test
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -209,6 +210,28 @@ func TestUC(t *testing.T) {
 				run(t, "rxe1", "rxe0", rdma.TestSpec{Op: op, Measure: m, QPType: rdma.UC, Size: 1024, Iterations: 100, Validate: true})
 			})
 		}
+	}
+}
+
+// TestHugepages reserves huge pages in the VM and runs on buffers backed
+// by them; without a reservation the error says how to make one.
+func TestHugepages(t *testing.T) {
+	testbedDevices(t)
+	spec := rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 65536, Iterations: 50, QPs: 2, Hugepages: true, Validate: true}
+	if err := os.WriteFile("/proc/sys/vm/nr_hugepages", []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}))
+	if err == nil || !strings.Contains(err.Error(), "/proc/sys/vm/nr_hugepages") {
+		t.Fatalf("without reserved huge pages: got %v", err)
+	}
+	if err := os.WriteFile("/proc/sys/vm/nr_hugepages", []byte("8"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.WriteFile("/proc/sys/vm/nr_hugepages", []byte("0"), 0o644)
+	r := run(t, "rxe1", "rxe0", spec)
+	if !r.Spec.Hugepages {
+		t.Error("result does not record huge pages")
 	}
 }
 

@@ -239,9 +239,19 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		return nil, verbsErr("ibv_alloc_pd", cfg.Device, err)
 	}
 	size := bufferBytes(2 * e.slot * cfg.QPs)
-	e.mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
+	if cfg.Hugepages {
+		// Huge pages cut the NIC's address-translation misses on large
+		// buffers; the kernel needs them reserved beforehand.
+		size = (size + hugePage - 1) / hugePage * hugePage
+		flags |= unix.MAP_HUGETLB
+	}
+	e.mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
 		e.mem = nil
+		if cfg.Hugepages {
+			return nil, fmt.Errorf("rdma: mmap of %d bytes of huge pages: %w (reserve them first: echo %d > /proc/sys/vm/nr_hugepages)", size, err, size/hugePage)
+		}
 		return nil, fmt.Errorf("rdma: mmap of %d bytes: %w", size, err)
 	}
 	if e.mr, err = C.rr_reg_mr(e.pd, unsafe.Pointer(&e.mem[0]), C.size_t(len(e.mem)), accessAll); e.mr == nil {
@@ -285,6 +295,9 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	}
 	return e, nil
 }
+
+// hugePage is the default huge page size on x86-64 and arm64.
+const hugePage = 2 << 20
 
 // bufferBytes rounds n up to whole pages.
 func bufferBytes(n int) int {

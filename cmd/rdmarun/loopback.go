@@ -70,6 +70,7 @@ func newLoopbackCmd(app *kingpin.Application) *loopbackCmd {
 	cmd.Flag("post-list", "WRs per ibv_post_send call (bandwidth).").Default("1").IntVar(&s.PostList)
 	cmd.Flag("inline", "Largest message sent inline, in bytes (0: none).").Default("0").IntVar(&s.Inline)
 	cmd.Flag("bidir", "Bidirectional bandwidth: both ends send.").BoolVar(&s.Bidirectional)
+	cmd.Flag("hugepages", "Put the buffers on 2 MiB huge pages (reserve them first in /proc/sys/vm/nr_hugepages).").BoolVar(&s.Hugepages)
 	cmd.Flag("validate", "Write a random pattern and check that it arrived.").BoolVar(&s.Validate)
 	cmd.Flag("mtu", "Path MTU in bytes (0: the ports' active MTU).").Default("0").IntVar(&s.QP.MTU)
 	cmd.Flag("qp-timeout", "QP local ACK timeout exponent (4.096 us * 2^n).").Default("14").IntVar(&s.QP.Timeout)
