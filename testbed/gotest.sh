@@ -22,9 +22,9 @@ status=0
 passed=$(grep -c -E '^--- PASS' "$log" || true)
 failed=$(grep -c -E '^--- FAIL' "$log" || true)
 skipped=$(grep -c -E '^--- SKIP' "$log" || true)
-echo "testbed $pkg: $passed passed, $failed failed, $skipped skipped"
+echo "testbed-$pkg: $passed passed, $failed failed, $skipped skipped"
 if [ "$status" -ne 0 ]; then
-    echo "testbed $pkg: test binary exited with status $status" >&2
+    echo "testbed-$pkg: test binary exited with status $status" >&2
     exit 1
 fi
 if [ "$passed" -eq 0 ] || [ "$failed" -ne 0 ]; then
