@@ -31,6 +31,9 @@ const (
 type GIDAddr net.IP
 
 func (g GIDAddr) String() string {
+	if len(g) == 0 {
+		return ""
+	}
 	ip := net.IP(g)
 	if v4 := ip.To4(); v4 != nil && len(ip) == net.IPv6len {
 		return "::ffff:" + v4.String()
@@ -43,6 +46,10 @@ func (g GIDAddr) MarshalText() ([]byte, error) { return []byte(g.String()), nil 
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (g *GIDAddr) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*g = nil
+		return nil
+	}
 	ip := net.ParseIP(string(b))
 	if ip == nil {
 		return fmt.Errorf("%q is not a GID", b)

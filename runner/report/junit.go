@@ -1,0 +1,140 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// JUnit XML, written by hand rather than with a JUnit library: each
+// testcase carries its own properties (the settings and measured values),
+// which the common library types do not allow.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name      string          `xml:"name,attr"`
+	Tests     int             `xml:"tests,attr"`
+	Failures  int             `xml:"failures,attr"`
+	Errors    int             `xml:"errors,attr"`
+	Skipped   int             `xml:"skipped,attr"`
+	Time      string          `xml:"time,attr"`
+	Timestamp string          `xml:"timestamp,attr"`
+	Props     []junitProperty `xml:"properties>property,omitempty"`
+	Cases     []junitCase     `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string          `xml:"name,attr"`
+	Classname string          `xml:"classname,attr"`
+	Time      string          `xml:"time,attr"`
+	Props     []junitProperty `xml:"properties>property,omitempty"`
+	Failure   *junitResult    `xml:"failure,omitempty"`
+	Error     *junitResult    `xml:"error,omitempty"`
+	Skipped   *junitResult    `xml:"skipped,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitResult struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Body    string `xml:",chardata"`
+}
+
+// JUnit writes one testsuite per case and one testcase per run (case x
+// size x qps x mode). Failures quote the threshold and the values it saw.
+func JUnit(w io.Writer, r *Report) error {
+	out := junitSuites{Name: r.Scenario, Time: seconds(r.Finished.Sub(r.Started).Seconds())}
+	for _, c := range r.Cases() {
+		s := junitSuite{Name: r.Scenario + "." + c.Name, Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05Z")}
+		s.Props = []junitProperty{{"peer", r.Peer}, {"tool", r.Tool}}
+		var total float64
+		for _, run := range c.Runs {
+			tc := junitCase{Name: run.Label(), Classname: r.Scenario + "." + c.Name, Time: seconds(run.Seconds), Props: properties(run)}
+			total += run.Seconds
+			switch run.Status {
+			case Failed:
+				var msgs []string
+				for _, v := range run.Verdicts {
+					if !v.Passed {
+						msgs = append(msgs, v.Expr+valuesText(v))
+					}
+				}
+				tc.Failure = &junitResult{Message: "threshold failed: " + strings.Join(msgs, "; "), Type: "threshold", Body: strings.Join(msgs, "\n")}
+				s.Failures++
+			case Errored:
+				tc.Error = &junitResult{Message: run.Error, Type: "run"}
+				s.Errors++
+			case Skipped:
+				tc.Skipped = &junitResult{Message: "not run: " + r.Stopped}
+				s.Skipped++
+			}
+			s.Cases = append(s.Cases, tc)
+			s.Tests++
+		}
+		s.Time = seconds(total)
+		out.Suites = append(out.Suites, s)
+		out.Tests += s.Tests
+		out.Failures += s.Failures
+		out.Errors += s.Errors
+		out.Skipped += s.Skipped
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func seconds(s float64) string { return fmt.Sprintf("%.3f", s) }
+
+// properties are a run's settings and measured values, units in names.
+func properties(run Run) []junitProperty {
+	s := run.Spec
+	p := []junitProperty{
+		{"op", s.Op.String()}, {"measure", s.Measure.String()}, {"mode", s.Mode.String()}, {"qp_type", s.QPType.String()},
+		{"size_bytes", fmt.Sprint(s.Size)}, {"qps", fmt.Sprint(s.QPs)}, {"iterations", fmt.Sprint(s.Iterations)},
+		{"duration_seconds", fmt.Sprint(time.Duration(s.Duration).Seconds())},
+	}
+	if res := run.Result; res != nil {
+		p = append(p, junitProperty{"path_mtu_bytes", fmt.Sprint(res.Spec.QP.MTU)}, junitProperty{"device", res.Requester.Device}, junitProperty{"peer_device", res.Responder.Device})
+		if l := res.Latency; l != nil {
+			p = append(p,
+				junitProperty{"rtt_p50_seconds", fmt.Sprint(l.RTT.P50 / 1e9)},
+				junitProperty{"rtt_p99_seconds", fmt.Sprint(l.RTT.P99 / 1e9)},
+				junitProperty{"rtt_p99_9_seconds", fmt.Sprint(l.RTT.P999 / 1e9)})
+		}
+		if b := res.Bandwidth; b != nil {
+			for i, d := range b.Directions {
+				p = append(p, junitProperty{fmt.Sprintf("direction%d", i), d.From + "->" + d.To},
+					junitProperty{fmt.Sprintf("direction%d_bytes_per_second", i), fmt.Sprint(d.BytesPerSecond)})
+			}
+		}
+	}
+	for _, v := range run.Verdicts {
+		p = append(p, junitProperty{"threshold", fmt.Sprintf("%s => %v", v.Expr, v.Passed)})
+	}
+	return p
+}
+
+func sortStrings(s []string) { slices.Sort(s) }

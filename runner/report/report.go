@@ -1,0 +1,116 @@
+// Package report holds the result of a scenario run and writes it for
+// people (text, HTML) and for machines (JSON, JUnit XML). Every writer is
+// a func(io.Writer, *Report) error.
+package report
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/units"
+)
+
+// Schema names the JSON layout; it changes only with a new version.
+const Schema = "rdmarun.report/v1"
+
+// Status is a run's outcome.
+type Status string
+
+// The outcomes.
+const (
+	Passed  Status = "passed"  // ran, and every threshold held
+	Failed  Status = "failed"  // ran, and a threshold did not hold
+	Errored Status = "error"   // did not finish: completion error, stall, lost peer
+	Skipped Status = "skipped" // not run: the scenario stopped before it
+)
+
+// Report is one scenario's run.
+type Report struct {
+	Schema   string    `json:"schema"`
+	Tool     string    `json:"tool"`
+	Scenario string    `json:"scenario"`
+	File     string    `json:"file,omitempty"`
+	Peer     string    `json:"peer"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Stopped says why the scenario ended before its last run (abort on
+	// failure, Ctrl-C); empty when it ran to the end.
+	Stopped string  `json:"stopped,omitempty"`
+	Runs    []Run   `json:"runs"`
+	Summary Summary `json:"summary"`
+}
+
+// Run is one expanded run: one case at one size, QP count and mode.
+type Run struct {
+	Case     string        `json:"case"`
+	Index    int           `json:"index"` // position in the scenario's expansion
+	Status   Status        `json:"status"`
+	Error    string        `json:"error,omitempty"`
+	Spec     rdma.TestSpec `json:"spec"`
+	Result   *rdma.Result  `json:"result,omitempty"`
+	Verdicts []Verdict     `json:"verdicts,omitempty"`
+	Seconds  float64       `json:"seconds"` // wall time of the run, setup included
+}
+
+// Verdict is one threshold judged on one run.
+type Verdict struct {
+	Expr   string             `json:"expr"`
+	Passed bool               `json:"passed"`
+	Values map[string]float64 `json:"values,omitempty"` // the names the expression used
+	Error  string             `json:"error,omitempty"`
+}
+
+// Summary counts runs by status.
+type Summary struct {
+	Runs    int `json:"runs"`
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Errors  int `json:"errors"`
+	Skipped int `json:"skipped"`
+}
+
+// Tally recomputes the summary from the runs.
+func (r *Report) Tally() {
+	s := Summary{Runs: len(r.Runs)}
+	for _, run := range r.Runs {
+		switch run.Status {
+		case Passed:
+			s.Passed++
+		case Failed:
+			s.Failed++
+		case Errored:
+			s.Errors++
+		case Skipped:
+			s.Skipped++
+		}
+	}
+	r.Summary = s
+}
+
+// Label names a run within its case: size, QP count, mode, measure.
+func (r Run) Label() string {
+	return fmt.Sprintf("%s %s qps=%d %s", units.FormatBytes(uint64(r.Spec.Size)), r.Spec.Measure, r.Spec.QPs, r.Spec.Mode)
+}
+
+// Cases returns the case names in first-seen order with their runs.
+func (r *Report) Cases() []CaseRuns {
+	var out []CaseRuns
+	idx := map[string]int{}
+	for _, run := range r.Runs {
+		i, ok := idx[run.Case]
+		if !ok {
+			i = len(out)
+			idx[run.Case] = i
+			out = append(out, CaseRuns{Name: run.Case})
+		}
+		out[i].Runs = append(out[i].Runs, run)
+	}
+	return out
+}
+
+// CaseRuns is one case and its runs.
+type CaseRuns struct {
+	Name string
+	Runs []Run
+}

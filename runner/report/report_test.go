@@ -1,0 +1,131 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmarun/rdmarun/internal/golden"
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+// fixture is a hand-made report covering every status and both measures.
+// Its numbers are invented for the layout tests; nothing here was measured.
+func fixture() *Report {
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	lat := func(size int, p50, p99 float64) *rdma.Result {
+		s := rdma.Summary{Count: 1000, Min: p50 * 0.8, Max: p99 * 2, Mean: p50 * 1.1, Stddev: p50 / 10, P50: p50, P90: p50 * 1.2, P99: p99, P999: p99 * 1.5, P9999: p99 * 1.9}
+		half := s.Half()
+		return &rdma.Result{
+			Spec:      rdma.TestSpec{Op: rdma.OpWrite, Size: size, QP: rdma.QPAttrs{MTU: 1024}},
+			Requester: rdma.EndpointInfo{Device: "rxe1"}, Responder: rdma.EndpointInfo{Device: "rxe0"},
+			Latency: &rdma.LatencyStats{RTT: s, OneWay: &half},
+		}
+	}
+	bw := func(size int, bps float64) *rdma.Result {
+		return &rdma.Result{
+			Spec:      rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: size, QP: rdma.QPAttrs{MTU: 1024}},
+			Requester: rdma.EndpointInfo{Device: "rxe1"}, Responder: rdma.EndpointInfo{Device: "rxe0"},
+			Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{{From: "rxe1", To: "rxe0", Messages: 100, Bytes: uint64(100 * size), Seconds: 1, BytesPerSecond: bps, MessagesPerSec: bps / float64(size)}}},
+		}
+	}
+	spec := func(m rdma.Measure, size, qps int, mode rdma.Mode) rdma.TestSpec {
+		return rdma.TestSpec{Op: rdma.OpWrite, Measure: m, Size: size, QPs: qps, Mode: mode, Iterations: 1000}
+	}
+	r := &Report{
+		Schema: Schema, Tool: "rdmarun test", Scenario: "fixture", File: "scenarios/fixture.yaml", Peer: "loopback",
+		Started: start, Finished: start.Add(42 * time.Second),
+		Runs: []Run{
+			{Case: "write-latency", Index: 0, Status: Passed, Spec: spec(rdma.MeasureLatency, 2, 1, rdma.ModeBusyPoll), Result: lat(2, 40000, 90000), Seconds: 1.5,
+				Verdicts: []Verdict{{Expr: "p99 < 100us", Passed: true, Values: map[string]float64{"p99": 90}}}},
+			{Case: "write-latency", Index: 1, Status: Failed, Spec: spec(rdma.MeasureLatency, 4096, 1, rdma.ModeBusyPoll), Result: lat(4096, 300000, 900000), Seconds: 2,
+				Verdicts: []Verdict{{Expr: "p99 < 100us", Passed: false, Values: map[string]float64{"p99": 900}}}},
+			{Case: "write-bw", Index: 2, Status: Passed, Spec: spec(rdma.MeasureBandwidth, 4096, 1, rdma.ModeEvent), Result: bw(4096, 2e7), Seconds: 3},
+			{Case: "write-bw", Index: 3, Status: Errored, Spec: spec(rdma.MeasureBandwidth, 65536, 4, rdma.ModeEvent), Error: "completion error RETRY_EXC_ERR (status 12) on rxe1", Seconds: 4},
+			{Case: "write-bw", Index: 4, Status: Skipped, Spec: spec(rdma.MeasureBandwidth, 1<<20, 4, rdma.ModeEvent)},
+		},
+		Stopped: "abort_on_fail in case write-bw",
+	}
+	r.Tally()
+	return r
+}
+
+func TestWriters(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(*bytes.Buffer, *Report) error
+	}{
+		{"report.txt", func(b *bytes.Buffer, r *Report) error { return Text(b, r) }},
+		{"report.json", func(b *bytes.Buffer, r *Report) error { return JSON(b, r) }},
+		{"report.junit.xml", func(b *bytes.Buffer, r *Report) error { return JUnit(b, r) }},
+		{"report.html", func(b *bytes.Buffer, r *Report) error { return HTML(b, r) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.write(&b, fixture()); err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, tc.name, b.Bytes())
+		})
+	}
+}
+
+func TestSummary(t *testing.T) {
+	s := fixture().Summary
+	if s != (Summary{Runs: 5, Passed: 2, Failed: 1, Errors: 1, Skipped: 1}) {
+		t.Errorf("summary %+v", s)
+	}
+}
+
+// TestJUnitParses reads the XML back as JUnit and checks the counts and
+// that a failure quotes the threshold and the value.
+func TestJUnitParses(t *testing.T) {
+	var b bytes.Buffer
+	if err := JUnit(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuites
+	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("not XML: %v", err)
+	}
+	if got.Tests != 5 || got.Failures != 1 || got.Errors != 1 || got.Skipped != 1 || len(got.Suites) != 2 {
+		t.Errorf("totals %+v", got)
+	}
+	f := got.Suites[0].Cases[1].Failure
+	if f == nil || !strings.Contains(f.Message, "p99 < 100us with p99=900") {
+		t.Errorf("failure %+v", f)
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	var b bytes.Buffer
+	if err := JSON(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Schema != Schema || len(back.Runs) != 5 || back.Runs[1].Verdicts[0].Values["p99"] != 900 || back.Runs[0].Result.Latency.OneWay.P50 != 20000 {
+		t.Errorf("round trip lost data: %+v", back)
+	}
+}
+
+func TestHTMLCharts(t *testing.T) {
+	var b bytes.Buffer
+	if err := HTML(&b, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if n := strings.Count(html, `<svg class="chart"`); n != 2 {
+		t.Errorf("%d charts, want 2 (latency for one case, bandwidth for the other)", n)
+	}
+	for _, s := range []string{"<script", "http://", "https://"} {
+		if strings.Contains(html, s) {
+			t.Errorf("the page contains %q; it must be self-contained", s)
+		}
+	}
+}

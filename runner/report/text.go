@@ -1,0 +1,92 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/units"
+)
+
+// Text writes the report for a terminal or a CI log: one table per case,
+// with units in the headers, then the verdicts that failed and a summary.
+func Text(w io.Writer, r *Report) error {
+	fmt.Fprintf(w, "scenario %s (%s), peer %s, %s\n", r.Scenario, r.File, r.Peer, r.Tool)
+	fmt.Fprintf(w, "Latency in microseconds: RTT is the round trip; one-way is RTT/2 (send and write only). Bandwidth in Gb/s (10^9 bit/s) and GiB/s.\n")
+	for _, c := range r.Cases() {
+		fmt.Fprintf(w, "\ncase %s: %s %s\n", c.Name, c.Runs[0].Spec.Op, c.Runs[0].Spec.QPType)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "size\tqps\tmode\tmeasure\tRTT p50\tRTT p99\tRTT p99.9\tone-way p50\tGb/s\tGiB/s\tMmsg/s\tstatus\t")
+		for _, run := range c.Runs {
+			cells := []string{units.FormatBytes(uint64(run.Spec.Size)), fmt.Sprint(run.Spec.QPs), run.Spec.Mode.String(), run.Spec.Measure.String()}
+			cells = append(cells, metricCells(run.Result)...)
+			cells = append(cells, string(run.Status))
+			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, run := range c.Runs {
+			if run.Error != "" {
+				fmt.Fprintf(w, "  %s: error: %s\n", run.Label(), run.Error)
+			}
+			for _, v := range run.Verdicts {
+				if !v.Passed {
+					fmt.Fprintf(w, "  %s: FAILED %s%s\n", run.Label(), v.Expr, valuesText(v))
+				}
+			}
+		}
+	}
+	s := r.Summary
+	fmt.Fprintf(w, "\n%d runs: %d passed, %d failed, %d errors, %d skipped\n", s.Runs, s.Passed, s.Failed, s.Errors, s.Skipped)
+	if r.Stopped != "" {
+		fmt.Fprintf(w, "stopped early: %s\n", r.Stopped)
+	}
+	return nil
+}
+
+func metricCells(res *rdma.Result) []string {
+	blank := []string{"-", "-", "-", "-", "-", "-", "-"}
+	if res == nil {
+		return blank
+	}
+	if l := res.Latency; l != nil {
+		ow := "-"
+		if l.OneWay != nil {
+			ow = units.Micros(l.OneWay.P50)
+		}
+		return []string{units.Micros(l.RTT.P50), units.Micros(l.RTT.P99), units.Micros(l.RTT.P999), ow, "-", "-", "-"}
+	}
+	if b := res.Bandwidth; b != nil && len(b.Directions) > 0 {
+		var gbps, gib, mps float64
+		for _, d := range b.Directions {
+			gbps += d.Gbps()
+			gib += d.GiBps()
+			mps += d.MessagesPerSec / 1e6
+		}
+		return []string{"-", "-", "-", "-", fmt.Sprintf("%.3f", gbps), fmt.Sprintf("%.4f", gib), fmt.Sprintf("%.4f", mps)}
+	}
+	return blank
+}
+
+// valuesText renders the values a threshold saw, sorted by name.
+func valuesText(v Verdict) string {
+	if v.Error != "" {
+		return " (" + v.Error + ")"
+	}
+	if len(v.Values) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(v.Values))
+	for n := range v.Values {
+		names = append(names, n)
+	}
+	sortStrings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s=%g", n, v.Values[n])
+	}
+	return " with " + strings.Join(parts, ", ")
+}
