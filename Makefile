@@ -12,7 +12,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # the command. These bound a whole call, hang or not.
 TESTBED_TIMEOUT ?= 900
 
-.PHONY: all build test unit nordma lint fmt-check vet staticcheck testbed-build \
+.PHONY: all build test unit nordma chromium-test lint fmt-check vet staticcheck testbed-build \
 	testbed-selftest testbed-test demo compare clean
 
 all: build
@@ -21,10 +21,14 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # Everything CI checks, cheapest first.
-test: fmt-check vet unit nordma staticcheck testbed-selftest testbed-test
+test: fmt-check vet unit nordma staticcheck chromium-test testbed-selftest testbed-test
 
 unit:
 	$(GO) test -count=1 ./...
+
+# The HTML report, rendered by a real headless Chromium.
+chromium-test:
+	$(GO) test -count=1 -tags chromium -run Chromium ./runner/report
 
 # Every package must build without libibverbs too.
 nordma:

@@ -22,6 +22,8 @@
 #   TESTBED_TIMEOUT=N   overall limit in seconds, default 600 (--timeout wins)
 #   TESTBED_ENV="A=1 B=2"  extra variables for the command (no spaces in values)
 #   TESTBED_KEEP=1      keep the run folder under .cache/testbed/runs/
+#   TESTBED_EXPORT=DIR  copy what the command wrote to $TESTBED_RUN_DIR/export
+#                       into DIR on the host (the host root is read-only inside)
 #   TESTBED_PIDFILE=F   write the qemu process id to F (for fault tests)
 #   TESTBED_VERBOSE=1   print timings
 set -euo pipefail
@@ -71,7 +73,7 @@ t_built=$(now_ms)
 mkdir -p "$CACHE/runs"
 RUN=$(mktemp -d "$CACHE/runs/run.XXXXXX")
 SHARE=$RUN/share          # the only folder the guest may write
-mkdir "$SHARE"
+mkdir "$SHARE" "$SHARE/export"
 
 qemu_pid=
 pumps=()
@@ -195,6 +197,11 @@ qemu_pid=
 t_done=$(now_ms)
 release_pumps
 say "build check $((t_built - t_start)) ms, VM $((t_done - t_vm)) ms"
+
+if [ -n "${TESTBED_EXPORT:-}" ]; then
+    mkdir -p "$TESTBED_EXPORT" && cp -R "$SHARE/export/." "$TESTBED_EXPORT/" ||
+        echo "testbed: could not copy the exported files to $TESTBED_EXPORT" >&2
+fi
 
 status=
 [ -f "$SHARE/status" ] && read -r status <"$SHARE/status"
