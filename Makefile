@@ -66,8 +66,9 @@ $(TESTBIN)/%.testbed.test: FORCE
 	@mkdir -p $(TESTBIN)
 	$(GO) test -c -tags testbed -o $@ ./$*
 
-testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed.test $(TESTBIN)/rdmarun
+testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed.test $(TESTBIN)/runner.testbed.test $(TESTBIN)/rdmarun
 	testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma
+	testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
 
 $(TESTBIN)/rdmarun: FORCE

@@ -131,7 +131,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Resul
 		return nil, err
 	}
 	side.Start()
-	if err := relay(ctx, c, side, step); err != nil {
+	if err := relay(ctx, c, side, step, time.Duration(spec.StallTimeout)); err != nil {
 		// The local side's own failure, if any, says more than the
 		// broken channel.
 		return nil, wrap("during the test", rdma.FirstError(sideErr(side), err))

@@ -17,17 +17,19 @@ import (
 // arrived (or can no longer arrive); a non-nil error means the channel
 // failed. It waits on channels only, never polls: a wake-up here would
 // steal CPU from the spinning workers and show in their latency tail.
-func relay(ctx context.Context, c *ctrl.Conn, side *rdma.SideRun, step time.Duration) error {
+func relay(ctx context.Context, c *ctrl.Conn, side *rdma.SideRun, step, drain time.Duration) error {
 	type msg struct {
 		kind ctrl.Kind
 		err  error
 	}
 	incoming := make(chan msg, 1)
-	rctx, cancel := context.WithCancel(ctx)
+	// The read waits as long as the test may run, not the channel's
+	// per-step default: the side's stall deadline bounds the traffic,
+	// the drain timer below bounds the wait once this side is done, and
+	// ctx (the responder's test limit) bounds the whole test.
+	rctx, cancel := context.WithTimeout(ctx, 24*time.Hour)
 	defer cancel()
 	go func() {
-		// The read waits as long as the test may run: the side's stall
-		// deadline bounds the traffic, ctx bounds the whole test.
 		k, _, err := c.RecvAny(rctx)
 		incoming <- msg{k, err}
 	}()
@@ -71,11 +73,16 @@ func relay(ctx context.Context, c *ctrl.Conn, side *rdma.SideRun, step time.Dura
 			// not; the peer must not wait for it.
 			tell()
 			end, own = nil, nil
-			// A side that failed gives the peer a bounded time to
-			// finish its own; one that succeeded waits as long as the
-			// test may (a passive responder finishes at once).
-			if side.Failed() {
+			// The peer gets a bounded time to finish its own side: a
+			// step when this side failed, the stall deadline more when
+			// it succeeded (the peer may still be draining). A passive
+			// responder finishes at once and waits for the client as
+			// long as the test runs.
+			switch {
+			case side.Failed():
 				giveUp = time.After(step)
+			case side.HasWorkers():
+				giveUp = time.After(step + drain)
 			}
 		case <-giveUp:
 			return errors.New("control channel: the peer did not finish its side in time")

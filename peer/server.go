@@ -233,7 +233,7 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 	}
 	log.Debug("started")
 
-	linkErr := relay(ctx, c, side, s.cfg.StepTimeout)
+	linkErr := relay(ctx, c, side, s.cfg.StepTimeout, time.Duration(spec.StallTimeout))
 	res, runErr := side.Result()
 	msg := resultMsg{Side: res}
 	if runErr != nil {

@@ -156,6 +156,16 @@ func TestRemoteQPsAndDuration(t *testing.T) {
 	}
 }
 
+// TestLongerThanAStep: a test that runs longer than the control
+// channel's per-step timeout (10 s) must not be taken for a silent peer.
+func TestLongerThanAStep(t *testing.T) {
+	r := startResponder(t)
+	res := run(t, r, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Duration: rdma.Duration(12 * time.Second)})
+	if res.Elapsed < 12*time.Second {
+		t.Errorf("a 12 s run measured %v", res.Elapsed)
+	}
+}
+
 // TestServeSurvivesMisbehaviour feeds the responder garbage, half-open and
 // stalled connections and a wrong token, then checks that a correct client
 // is still served.

@@ -250,7 +250,7 @@ static int wait_byte(struct rr_worker *w, struct rr_qp_io *q, uint8_t seq, int d
 
 static int post_recv(struct rr_worker *w, struct rr_qp_io *q, uint32_t n)
 {
-	int rc = rr_post_recvs(q->qp, q->rbuf, w->run->size, q->lkey, n);
+	int rc = rr_post_recvs(q->qp, q->rbuf, w->run->recv_len, q->lkey, n);
 	if (rc) {
 		w->err_errno = rc;
 		return wfail(w, RR_FAIL_POST);
@@ -621,8 +621,10 @@ int rr_prepare(struct rr_run *r)
 			prepare_wrs(w, q);
 			// Receives must be posted before the peer can send: a
 			// latency requester needs them for the replies.
+			// A pair kept across runs still holds the receives the last
+			// run left posted; top the queue up, do not overfill it.
 			if (needs_recv(r->op) && ((w->role & RR_ROLE_RECV) || r->measure == RR_LATENCY) &&
-			    post_recv(w, q, r->rx_depth))
+			    q->recv_posted < r->rx_depth && post_recv(w, q, (uint32_t)(r->rx_depth - q->recv_posted)))
 				return -1;
 		}
 	}

@@ -87,7 +87,7 @@ struct rr_qp_io {
 	// Run state and results.
 	uint64_t posted, completed; // send WRs
 	uint64_t received;          // receive completions
-	uint64_t recv_posted;
+	uint64_t recv_posted; // starts at the receives an earlier run left posted
 	int64_t t_first_post, t_last_comp, t_first_recv, t_last_recv;
 	uint64_t atomic_next; // the value the remote word should hold next
 	uint8_t seq;          // ping-pong sequence byte of this QP
@@ -135,6 +135,8 @@ struct rr_run {
 	uint32_t max_inline;
 	uint32_t tx_depth;
 	uint32_t rx_depth;
+	uint32_t recv_len; // every receive takes the whole receive area, so one
+	                   // left from a run with smaller messages still fits
 	uint32_t cq_mod;
 	uint32_t post_list;
 	uint64_t warmup;

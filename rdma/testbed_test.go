@@ -235,6 +235,26 @@ func TestHugepages(t *testing.T) {
 	}
 }
 
+// TestReusedPair runs many tests on one pair, as a size sweep does: the
+// receives a run leaves posted must neither overflow the queue nor be too
+// small for the next run's larger messages.
+func TestReusedPair(t *testing.T) {
+	testbedDevices(t)
+	big := rdma.TestSpec{Op: rdma.OpSend, Size: 8192}
+	p := newPair(t, "rxe1", "rxe0", big)
+	for i, spec := range []rdma.TestSpec{
+		{Op: rdma.OpSend, Size: 2}, {Op: rdma.OpSend, Size: 64}, {Op: rdma.OpSendImm, Size: 8192},
+		{Op: rdma.OpWriteImm, Size: 2}, {Op: rdma.OpSend, Size: 4096}, {Op: rdma.OpSend, Size: 8192},
+	} {
+		spec.Iterations, spec.Validate = 50, true
+		r, err := p.Run(context.Background(), spec)
+		if err != nil {
+			t.Fatalf("run %d (%s %d B): %v", i, spec.Op, spec.Size, err)
+		}
+		rdmatest.CheckResult(t, r)
+	}
+}
+
 func TestEffectiveAttrs(t *testing.T) {
 	testbedDevices(t)
 	r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: rdma.OpWrite, Size: 64, Iterations: 10, QP: rdma.QPAttrs{MTU: 512, RetryCnt: 3, Timeout: 12}})

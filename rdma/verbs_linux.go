@@ -200,6 +200,9 @@ type Endpoint struct {
 	attrs  QPAttrs
 	closed bool
 	ready  bool
+	// recvLeft counts, per QP, the receives a finished run left posted;
+	// the next run on the same QPs tops up to its rx_depth from there.
+	recvLeft []uint64
 }
 
 const accessAll = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_WRITE | C.IBV_ACCESS_REMOTE_READ | C.IBV_ACCESS_REMOTE_ATOMIC
@@ -293,6 +296,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		}
 		e.psns = append(e.psns, randomPSN())
 	}
+	e.recvLeft = make([]uint64, cfg.QPs)
 	return e, nil
 }
 
@@ -636,6 +640,10 @@ func (s *SideRun) Start() {
 	}()
 }
 
+// HasWorkers reports whether this side runs threads of its own; a
+// passive side (the NIC answers alone) does not.
+func (s *SideRun) HasWorkers() bool { return len(s.ws) > 0 }
+
 // Done is closed when the workers have returned.
 func (s *SideRun) Done() <-chan struct{} { return s.done }
 
@@ -675,6 +683,10 @@ func (s *SideRun) Result() (*SideResult, error) {
 	s.ended.Do(func() {
 		s.cpu = s.span.Stop()
 		s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
+		// What the workers leave posted stays posted for the next run.
+		for i, q := range s.qio {
+			s.e.recvLeft[i] = uint64(q.recv_posted - q.received)
+		}
 	})
 	if s.rc != 0 {
 		return nil, s.error()
@@ -801,6 +813,7 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 	}
 	r.tx_depth = C.uint32_t(spec.TxDepth)
 	r.rx_depth = C.uint32_t(spec.RxDepth)
+	r.recv_len = C.uint32_t(e.cfg.MaxMessage)
 	r.cq_mod = C.uint32_t(spec.CQModeration)
 	r.post_list = C.uint32_t(spec.PostList)
 	r.stall_ns = C.int64_t(time.Duration(spec.StallTimeout).Nanoseconds())
@@ -863,6 +876,7 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 			q.lkey = e.mr.lkey
 			q.raddr = C.uint64_t(peer.Addr + uint64(i)*peer.Stride)
 			q.rkey = C.uint32_t(peer.RKey)
+			q.recv_posted = C.uint64_t(e.recvLeft[i])
 			if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_send_wr{})); err != nil {
 				return nil, err
 			}

@@ -90,3 +90,6 @@ func (*SideRun) OwnDoneC() <-chan struct{} { c := make(chan struct{}); close(c);
 
 // Attrs returns nothing in this build.
 func (*Endpoint) Attrs() QPAttrs { return QPAttrs{} }
+
+// HasWorkers is always false in this build.
+func (*SideRun) HasWorkers() bool { return false }

@@ -39,6 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	lb := newLoopbackCmd(app)
 	srv := newServeCmd(app)
+	scRun, scValidate := newScenarioCmds(app)
 
 	app.Command("version", "Print the version.")
 
@@ -57,6 +58,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = lb.run(stdout)
 	case "serve":
 		err = srv.run(stderr)
+	case "run":
+		err = scRun.run(stdout, stderr)
+	case "validate":
+		err = scValidate.validate(stdout)
 	case "version":
 		fmt.Fprintf(stdout, "rdmarun %s\n", version)
 	}

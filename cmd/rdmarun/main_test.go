@@ -59,7 +59,11 @@ func TestRun(t *testing.T) {
 			code: exitInvalid, stderr: `rdmarun: --cpus "0,x": want CPU numbers such as 0,1`},
 		{name: "loopback bad measure", args: []string{"loopback", "--measure", "speed"},
 			code: exitInvalid, stderr: `rdmarun: --measure: unknown measure "speed"; want one of latency, bandwidth`},
-		{name: "unknown command", args: []string{"frobnicate"}, code: exitInvalid, stderr: `expected command but got "frobnicate"`},
+		{name: "unknown command", args: []string{"frobnicate"}, code: exitInvalid, stderr: `rdmarun: "frobnicate" is neither a command nor a scenario file (see rdmarun --help)`},
+		{name: "missing scenario", args: []string{"nope.yaml"}, code: exitInvalid, stderr: "nope.yaml"},
+		{name: "invalid scenario", args: []string{"../../runner/testdata/invalid-unknown-key.yaml"}, code: exitInvalid, stderr: `unknown key "peeer"; did you mean "peer"?`},
+		{name: "validate", args: []string{"validate", "../../scenarios/quickstart.yaml"}, code: exitOK},
+		{name: "bad set", args: []string{"validate", "--set", "x", "../../scenarios/quickstart.yaml"}, code: exitInvalid, stderr: `--set "x": want NAME=VALUE`},
 		{name: "help", args: []string{"--help"}, code: exitOK},
 		{name: "version", args: []string{"version"}, code: exitOK},
 	} {

@@ -100,7 +100,7 @@ func chart(title string, runs []Run, metric func(Run) []series) template.HTML {
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" class="axis"/>`, left, top, left, h-bottom)
 	for i := 0; i <= 4; i++ {
 		y := maxY * float64(i) / 4
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%.4g</text>`, left-6, py(y)+4, y)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, left-6, py(y)+4, tick(y))
 	}
 	for x := math.Ceil(minX); x <= maxX; x++ {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%s</text>`, px(x), h-bottom+16, units.FormatBytes(uint64(math.Exp2(x))))
@@ -117,6 +117,14 @@ func chart(title string, runs []Run, metric func(Run) []series) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// tick prints an axis value short enough for the margin: no exponents.
+func tick(y float64) string {
+	if y >= 100 {
+		return fmt.Sprintf("%.0f", y)
+	}
+	return fmt.Sprintf("%.3g", y)
 }
 
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{

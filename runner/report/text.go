@@ -86,7 +86,7 @@ func valuesText(v Verdict) string {
 	sortStrings(names)
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s=%g", n, v.Values[n])
+		parts[i] = fmt.Sprintf("%s=%.4g", n, v.Values[n])
 	}
 	return " with " + strings.Join(parts, ", ")
 }

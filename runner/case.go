@@ -1,0 +1,698 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/units"
+)
+
+// caseDef is a case (or defaults:) as written; nil and zero fields were
+// not given, so a case can fall back to the defaults field by field.
+type caseDef struct {
+	node        *yaml.Node
+	name        string
+	nameNode    *yaml.Node
+	description string
+	op          *rdma.Op
+	opNode      *yaml.Node
+	measures    []rdma.Measure
+	sizes       []int
+	qps         []int
+	modes       []rdma.Mode
+	// knobs set engine settings, in file order; the defaults' run first.
+	knobs       []func(*rdma.TestSpec)
+	pass        []*Threshold
+	passNodes   []*yaml.Node
+	abortOnFail *bool
+	// bad is set when a value was wrong: the error is reported, and the
+	// case is not expanded, which would only add echoes of it.
+	bad bool
+}
+
+// caseKeys are the keys of a case; defaults: takes all but name,
+// description and pass.
+var caseKeys = append([]string{"name", "description", "op", "measure", "sizes", "qps", "mode", "pass", "abort_on_fail"}, knobKeys()...)
+
+var defaultsKeys = slices.DeleteFunc(slices.Clone(caseKeys), func(k string) bool {
+	return k == "name" || k == "description" || k == "pass"
+})
+
+const (
+	allowedOps      = "write send, send_imm, write, write_imm, read, fetch_add or cmp_swap"
+	allowedMeasures = "write latency, bandwidth, or both"
+	allowedModes    = "write busy_poll, event, or both"
+	allowedQPs      = "write a QP count from 1 to 4096, or a list such as [1, 4]"
+	allowedSizes    = "write a number of bytes with an optional unit: B, KiB, MiB, GiB, KB, MB, GB"
+	maxSize         = 1 << 30
+	maxSweep        = 64
+)
+
+func (l *loader) parseCase(n *yaml.Node, isDefaults bool) (d caseDef) {
+	d = caseDef{node: resolve(n)}
+	known, where := caseKeys, "cases"
+	if isDefaults {
+		known, where = defaultsKeys, "defaults"
+	}
+	before := l.count
+	defer func() { d.bad = l.count > before }()
+	pairs := l.pairs(n, where, known)
+	var iterNode, durNode *yaml.Node
+	// Walk in file order so knobs apply in the order written.
+	for i := 0; pairs != nil && i+1 < len(d.node.Content); i += 2 {
+		key := resolve(d.node.Content[i]).Value
+		p, ok := pairs[key]
+		if !ok || p.k != resolve(d.node.Content[i]) {
+			continue // unknown or repeated: already reported
+		}
+		v := p.v
+		switch key {
+		case "name":
+			d.nameNode = resolve(v)
+			if s, ok := l.text(v, key, "write a name for the case, unique in the file"); ok {
+				d.name = s
+			}
+		case "description":
+			if s, ok := l.scalarAllowEmpty(v, key); ok {
+				d.description = s
+			}
+		case "op":
+			d.opNode = resolve(v)
+			if s, ok := l.scalar(v, key, allowedOps); ok {
+				if op, err := rdma.ParseOp(s); err == nil {
+					d.op = &op
+				} else {
+					l.errorf(resolve(v), key, "%q is not an op; %s%s", s, allowedOps, hint(s, opNames()))
+				}
+			}
+		case "measure":
+			d.measures = l.measures(v)
+		case "sizes":
+			d.sizes = l.sizes(v)
+		case "qps":
+			d.qps = l.qpsList(v)
+		case "mode":
+			d.modes = l.modes(v)
+		case "pass":
+			d.pass, d.passNodes = l.pass(v)
+		case "abort_on_fail":
+			if b, ok := l.bool(v, key); ok {
+				d.abortOnFail = &b
+			}
+		default:
+			if key == "iterations" {
+				iterNode = p.k
+			}
+			if key == "duration" {
+				durNode = p.k
+			}
+			if f := l.knob(key, v); f != nil {
+				d.knobs = append(d.knobs, f)
+			}
+		}
+	}
+	if iterNode != nil && durNode != nil {
+		l.errorf(durNode, "duration", "given with iterations (line %d); a run is bounded by one of them", iterNode.Line)
+	}
+	return d
+}
+
+func hint(s string, known []string) string {
+	if m := didYouMean(s, known, true); m != "" {
+		return "; " + m
+	}
+	return ""
+}
+
+func opNames() []string {
+	var out []string
+	for op := rdma.OpSend; op <= rdma.OpCmpSwap; op++ {
+		out = append(out, op.String())
+	}
+	return out
+}
+
+func (l *loader) measures(v *yaml.Node) []rdma.Measure {
+	its, ok := l.items(v, "measure", allowedMeasures)
+	if !ok {
+		return nil
+	}
+	var out []rdma.Measure
+	for _, it := range its {
+		if it.s == "both" {
+			out = append(out, rdma.MeasureLatency, rdma.MeasureBandwidth)
+			continue
+		}
+		m, err := rdma.ParseMeasure(it.s)
+		if err != nil {
+			l.errorf(it.n, "measure", "%q is not a measure; %s%s", it.s, allowedMeasures, hint(it.s, []string{"latency", "bandwidth", "both"}))
+			return nil
+		}
+		out = append(out, m)
+	}
+	// Latency first, whatever the order written: runs are grouped that way.
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (l *loader) modes(v *yaml.Node) []rdma.Mode {
+	its, ok := l.items(v, "mode", allowedModes)
+	if !ok {
+		return nil
+	}
+	var out []rdma.Mode
+	for _, it := range its {
+		if it.s == "both" {
+			out = append(out, rdma.ModeBusyPoll, rdma.ModeEvent)
+			continue
+		}
+		m, err := rdma.ParseMode(it.s)
+		if err != nil {
+			l.errorf(it.n, "mode", "%q is not a mode; %s%s", it.s, allowedModes, hint(it.s, []string{"busy_poll", "event", "both"}))
+			return nil
+		}
+		if slices.Contains(out, m) {
+			l.errorf(it.n, "mode", "%s is listed twice; list each mode once", it.s)
+			return nil
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (l *loader) qpsList(v *yaml.Node) []int {
+	its, ok := l.items(v, "qps", allowedQPs)
+	if !ok {
+		return nil
+	}
+	var out []int
+	for _, it := range its {
+		n, ok := l.intValue(it.n, "qps", it.s, 1, 4096, allowedQPs)
+		if !ok {
+			return nil
+		}
+		if slices.Contains(out, n) {
+			l.errorf(it.n, "qps", "%d is listed twice; list each QP count once", n)
+			return nil
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// sizes reads a size, a list of sizes, or a range {from, to, factor}.
+func (l *loader) sizes(v *yaml.Node) []int {
+	if n := resolve(v); n.Kind == yaml.MappingNode {
+		return l.sizeRange(n)
+	}
+	its, ok := l.items(v, "sizes", allowedSizes+", a list of them, or a range {from: 4KiB, to: 8MiB, factor: 2}")
+	if !ok {
+		return nil
+	}
+	var out []int
+	for _, it := range its {
+		n, ok := l.size(it.n, "sizes", it.s)
+		if !ok {
+			return nil
+		}
+		if slices.Contains(out, n) {
+			l.errorf(it.n, "sizes", "%s is listed twice; list each size once", it.s)
+			return nil
+		}
+		out = append(out, n)
+	}
+	if len(out) > maxSweep {
+		l.errorf(resolve(v), "sizes", "%d sizes; at most %d in one case", len(out), maxSweep)
+		return nil
+	}
+	return out
+}
+
+func (l *loader) size(n *yaml.Node, key, s string) (int, bool) {
+	b, err := units.ParseBytes(s)
+	switch {
+	case err != nil:
+		l.errorf(n, key, "%q is not a size; %s", s, allowedSizes)
+	case b == 0:
+		l.errorf(n, key, "%q is not a size a message can have; write 1 B or more", s)
+	case b > maxSize:
+		l.errorf(n, key, "%q is larger than 1GiB, the largest message a test sends; write 1 B to 1 GiB", s)
+	default:
+		return int(b), true
+	}
+	return 0, false
+}
+
+// sizeRange expands {from, to, factor}: from, from*factor, ... up to and
+// including to when the steps land on it. factor may be fractional; each
+// step is rounded to whole bytes and grows by at least one.
+func (l *loader) sizeRange(n *yaml.Node) []int {
+	pairs := l.pairs(n, "sizes", []string{"from", "to", "factor"})
+	if pairs == nil {
+		return nil
+	}
+	ok := true
+	get := func(key string) int {
+		p, found := pairs[key]
+		if !found {
+			l.errorf(n, "sizes", "range without %s; write {from: 4KiB, to: 8MiB, factor: 2}", key)
+			ok = false
+			return 0
+		}
+		s, good := l.scalar(p.v, key, allowedSizes)
+		if !good {
+			ok = false
+			return 0
+		}
+		b, good := l.size(resolve(p.v), key, s)
+		ok = ok && good
+		return b
+	}
+	from, to := get("from"), get("to")
+	factor := 2.0
+	if p, found := pairs["factor"]; found {
+		const allowed = "write a number larger than 1, such as 2"
+		s, good := l.scalar(p.v, "factor", allowed)
+		if good {
+			f, err := strconv.ParseFloat(s, 64)
+			switch {
+			case err != nil || math.IsNaN(f):
+				l.errorf(resolve(p.v), "factor", "%q is not a number; %s", s, allowed)
+				good = false
+			case f <= 1:
+				l.errorf(resolve(p.v), "factor", "%s would not grow the size; %s", s, allowed)
+				good = false
+			}
+			factor = f
+		}
+		ok = ok && good
+	}
+	if !ok {
+		return nil
+	}
+	if from > to {
+		l.errorf(n, "sizes", "from %s is larger than to %s; write from <= to", units.FormatBytes(uint64(from)), units.FormatBytes(uint64(to)))
+		return nil
+	}
+	var out []int
+	for s := from; s <= to; {
+		if len(out) == maxSweep {
+			l.errorf(n, "sizes", "the range from %s to %s by %g has more than %d sizes; raise factor or narrow the range", units.FormatBytes(uint64(from)), units.FormatBytes(uint64(to)), factor, maxSweep)
+			return nil
+		}
+		out = append(out, s)
+		next := math.Round(float64(s) * factor)
+		if next > maxSize {
+			break
+		}
+		s = max(int(next), s+1)
+	}
+	return out
+}
+
+func (l *loader) pass(v *yaml.Node) ([]*Threshold, []*yaml.Node) {
+	const allowed = "write a condition such as p99 < 5us && errors == 0, or a list of them"
+	n := resolve(v)
+	var nodes []*yaml.Node
+	switch n.Kind {
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			l.errorf(n, "pass", "empty list; %s", allowed)
+			return nil, nil
+		}
+		for _, c := range n.Content {
+			nodes = append(nodes, resolve(c))
+		}
+	default:
+		nodes = []*yaml.Node{n}
+	}
+	var ts []*Threshold
+	var tn []*yaml.Node
+	for _, c := range nodes {
+		s, ok := l.scalar(c, "pass", allowed)
+		if !ok {
+			continue
+		}
+		t, err := CompileThreshold(s)
+		if err != nil {
+			l.errorf(c, "pass", "%s", err)
+			continue
+		}
+		ts = append(ts, t)
+		tn = append(tn, c)
+	}
+	return ts, tn
+}
+
+func (l *loader) parseCases(sc *Scenario, k, v *yaml.Node, defaults *caseDef) {
+	n := resolve(v)
+	if n.Kind != yaml.SequenceNode {
+		l.errorf(n, "cases", "want a list of cases, not %s", describe(n))
+		return
+	}
+	if len(n.Content) == 0 {
+		l.errorf(n, "cases", "empty; a scenario needs at least one case, with name, op and measure")
+		return
+	}
+	names := map[string]*yaml.Node{}
+	total := 0
+	for _, cn := range n.Content {
+		d := l.parseCase(cn, false)
+		if d.node.Kind != yaml.MappingNode {
+			continue // reported by parseCase
+		}
+		if d.nameNode == nil {
+			l.errorf(d.node, "name", "missing; every case needs a name, unique in the file")
+		} else if first, dup := names[d.name]; dup && d.name != "" {
+			l.errorf(d.nameNode, "name", "case %q is defined twice (first at line %d); give each case its own name", d.name, first.Line)
+			continue
+		} else {
+			names[d.name] = d.nameNode
+		}
+		c, ok := l.merge(d, defaults)
+		if !ok {
+			continue
+		}
+		total += c.runCount()
+		if total > maxRuns {
+			l.errorf(k, "cases", "the scenario expands to more than %d runs; split it, or sweep fewer sizes, QP counts or modes", maxRuns)
+			return
+		}
+		runs := c.expand(len(sc.runs))
+		if !l.checkRuns(&c, &d, runs) {
+			continue
+		}
+		sc.Cases = append(sc.Cases, c)
+		sc.runs = append(sc.runs, runs...)
+	}
+}
+
+// merge folds the defaults into a case and checks its conditions against
+// what it measures.
+func (l *loader) merge(d caseDef, defaults *caseDef) (Case, bool) {
+	c := Case{Name: d.name, Description: d.description, Line: d.node.Line, Pass: d.pass}
+	ok := true
+	switch {
+	case d.op != nil:
+		c.Op = *d.op
+	case defaults.op != nil:
+		c.Op = *defaults.op
+	case d.opNode == nil && defaults.opNode == nil:
+		l.errorf(d.node, "op", "missing in %s; %s", label(d.name), allowedOps)
+		ok = false
+	}
+	c.Measures = firstOf(d.measures, defaults.measures)
+	if c.Measures == nil && !hasKey(d.node, "measure") && !hasKey(defaults.node, "measure") {
+		l.errorf(d.node, "measure", "missing in %s; %s", label(d.name), allowedMeasures)
+		ok = false
+	}
+	c.Sizes = firstOf(d.sizes, defaults.sizes, []int{0})
+	c.QPs = firstOf(d.qps, defaults.qps, []int{1})
+	c.Modes = firstOf(d.modes, defaults.modes, []rdma.Mode{rdma.ModeBusyPoll})
+	ok = ok && !d.bad && !defaults.bad
+	switch {
+	case d.abortOnFail != nil:
+		c.AbortOnFail = *d.abortOnFail
+	case defaults.abortOnFail != nil:
+		c.AbortOnFail = *defaults.abortOnFail
+	}
+	for _, f := range append(slices.Clone(defaults.knobs), d.knobs...) {
+		f(&c.Spec)
+	}
+	if !ok {
+		return c, false
+	}
+	for i, t := range d.pass {
+		ok = l.checkApplies(t, d.passNodes[i], &c) && ok
+	}
+	return c, ok
+}
+
+func label(name string) string {
+	if name == "" {
+		return "this case"
+	}
+	return fmt.Sprintf("case %q", name)
+}
+
+func firstOf[T any](lists ...[]T) []T {
+	for _, l := range lists {
+		if l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+func hasKey(n *yaml.Node, key string) bool {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if resolve(n.Content[i]).Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+// checkApplies refuses conditions that no run of the case could judge
+// honestly: a latency name on a bandwidth run reads 0 and would pass
+// `p99 < 5us` without measuring anything.
+func (l *loader) checkApplies(t *Threshold, n *yaml.Node, c *Case) bool {
+	k, both := t.kind()
+	if both {
+		l.errorf(n, "pass", "%q reads latency (%s) and bandwidth (%s), but each run measures one of them; write two conditions in a list",
+			t.Source(), strings.Join(t.namesOf(latencyRun), ", "), strings.Join(t.namesOf(bandwidthRun), ", "))
+		return false
+	}
+	if k != anyRun && !slices.ContainsFunc(c.Measures, func(m rdma.Measure) bool { return kindOf(m) == k }) {
+		names := t.namesOf(k)
+		have, use := "latency", "p50, p99, ..."
+		if k == latencyRun {
+			have, use = "bandwidth", "bw_gbps, bw_gib or msg_rate"
+		}
+		l.errorf(n, "pass", "%s is not measured by this case (measure: %s); use %s, or measure both", strings.Join(names, ", "), have, use)
+		return false
+	}
+	if !c.Op.OneWay() {
+		for _, name := range t.names {
+			if strings.HasPrefix(name, "one_way_") {
+				l.errorf(n, "pass", "%s: op %s is request-response, so only its round trip is measured; use %s", name, c.Op, strings.TrimPrefix(name, "one_way_"))
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkRuns has the engine check every run of a case, reporting each
+// distinct problem once, at the case's op.
+func (l *loader) checkRuns(c *Case, d *caseDef, runs []Run) bool {
+	at := d.opNode
+	if at == nil {
+		at = d.node
+	}
+	type problem struct {
+		first Run
+		count int
+	}
+	var order []string
+	problems := map[string]*problem{}
+	for _, r := range runs {
+		err := r.Spec.Check()
+		if err == nil {
+			continue
+		}
+		msg := err.Error()
+		if p, ok := problems[msg]; ok {
+			p.count++
+			continue
+		}
+		problems[msg] = &problem{first: r, count: 1}
+		order = append(order, msg)
+	}
+	for _, msg := range order {
+		p := problems[msg]
+		if p.count < len(runs) {
+			s := p.first.Spec
+			msg += fmt.Sprintf(" (at %s, size %s, qps %d, mode %s)", s.Measure, units.FormatBytes(uint64(s.Size)), s.QPs, s.Mode)
+		}
+		l.errorf(at, fmt.Sprintf("case %q", c.Name), "%s", msg)
+	}
+	return len(order) == 0
+}
+
+// knob is an engine setting a case or defaults: may give.
+type knob struct {
+	key     string
+	allowed string
+	// read parses the value node v; scalar knobs use scalarKnob.
+	read func(l *loader, v *yaml.Node, key, allowed string) (func(*rdma.TestSpec), bool)
+}
+
+// scalarKnob adapts a parser of one value, given with its variables
+// substituted, into a knob reader.
+func scalarKnob(parse func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool)) func(*loader, *yaml.Node, string, string) (func(*rdma.TestSpec), bool) {
+	return func(l *loader, v *yaml.Node, key, allowed string) (func(*rdma.TestSpec), bool) {
+		s, ok := l.scalar(v, key, allowed)
+		if !ok {
+			return nil, false
+		}
+		return parse(l, resolve(v), key, strings.TrimSpace(s), allowed)
+	}
+}
+
+func knobKeys() []string {
+	out := make([]string, len(knobs))
+	for i, k := range knobs {
+		out[i] = k.key
+	}
+	return out
+}
+
+// intKnob is a whole-number setting from lo to hi. Where the engine reads
+// 0 as "its default", lo is 1 and the message says why.
+func intKnob(key string, lo, hi int, note string, set func(*rdma.TestSpec, int)) knob {
+	allowed := fmt.Sprintf("write a whole number from %d to %d", lo, hi)
+	if hi >= math.MaxInt32 {
+		allowed = fmt.Sprintf("write a whole number of %d or more", lo)
+	}
+	if note != "" {
+		allowed += " (" + note + ")"
+	}
+	return knob{key, allowed, scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+		v, ok := l.intValue(n, key, s, lo, hi, allowed)
+		return func(t *rdma.TestSpec) { set(t, v) }, ok
+	})}
+}
+
+func boolKnob(key string, set func(*rdma.TestSpec, bool)) knob {
+	return knob{key, "write true or false", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+		switch strings.ToLower(s) {
+		case "true":
+			return func(t *rdma.TestSpec) { set(t, true) }, true
+		case "false":
+			return func(t *rdma.TestSpec) { set(t, false) }, true
+		}
+		l.errorf(n, key, "%q is not true or false; %s", s, allowed)
+		return nil, false
+	})}
+}
+
+func durationKnob(key string, set func(*rdma.TestSpec, time.Duration)) knob {
+	const allowed = "write a positive duration with a unit: ns, us, ms, s, m, h (e.g. 5s, 1.5ms)"
+	return knob{key, allowed, scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			l.errorf(n, key, "%q is not a duration; %s", s, allowed)
+		case d <= 0:
+			l.errorf(n, key, "%s is not positive; %s", s, allowed)
+		default:
+			return func(t *rdma.TestSpec) { set(t, d) }, true
+		}
+		return nil, false
+	})}
+}
+
+const engineDefault = "0 would mean the engine's default"
+
+var knobs = []knob{
+	intKnob("iterations", 1, math.MaxInt32, "", func(t *rdma.TestSpec, v int) { t.Iterations, t.Duration = v, 0 }),
+	durationKnob("duration", func(t *rdma.TestSpec, d time.Duration) { t.Duration, t.Iterations = rdma.Duration(d), 0 }),
+	intKnob("warmup", 1, math.MaxInt32, engineDefault+", 10% of iterations up to 100", func(t *rdma.TestSpec, v int) { t.Warmup = v }),
+	intKnob("threads", 1, 4096, "at most qps", func(t *rdma.TestSpec, v int) { t.Threads = v }),
+	{"cpus", "write a CPU number or a list such as [0, 2]", readCPUs},
+	intKnob("tx_depth", 1, 16384, "", func(t *rdma.TestSpec, v int) { t.TxDepth = v }),
+	intKnob("rx_depth", 1, 16384, "", func(t *rdma.TestSpec, v int) { t.RxDepth = v }),
+	intKnob("cq_moderation", 1, 16384, "at most tx_depth", func(t *rdma.TestSpec, v int) { t.CQModeration = v }),
+	intKnob("post_list", 1, 16384, "at most tx_depth", func(t *rdma.TestSpec, v int) { t.PostList = v }),
+	{"inline", "write a number of bytes from 0 to 4096, with an optional unit", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+		b, err := units.ParseBytes(s)
+		if err != nil || b > 4096 {
+			l.errorf(n, key, "%q is not a size from 0 to 4096 bytes; %s", s, allowed)
+			return nil, false
+		}
+		return func(t *rdma.TestSpec) { t.Inline = int(b) }, true
+	})},
+	boolKnob("bidirectional", func(t *rdma.TestSpec, v bool) { t.Bidirectional = v }),
+	boolKnob("hugepages", func(t *rdma.TestSpec, v bool) { t.Hugepages = v }),
+	boolKnob("validate", func(t *rdma.TestSpec, v bool) { t.Validate = v }),
+	{"seed", "write a whole number of 0 or more", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			l.errorf(n, key, "%q is not a whole number; %s", s, allowed)
+			return nil, false
+		}
+		return func(t *rdma.TestSpec) { t.Seed = v }, true
+	})},
+	durationKnob("stall_timeout", func(t *rdma.TestSpec, d time.Duration) { t.StallTimeout = rdma.Duration(d) }),
+	{"qp_type", "write rc or uc", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+		q, err := rdma.ParseQPType(s)
+		switch {
+		case err != nil:
+			l.errorf(n, key, "%q is not a QP type; %s%s", s, allowed, hint(s, []string{"rc", "uc"}))
+			return nil, false
+		case q == rdma.UD:
+			l.errorf(n, key, "%q is not supported yet; %s", s, allowed)
+			return nil, false
+		}
+		return func(t *rdma.TestSpec) { t.QPType = q }, true
+	})},
+	{"mtu", "write 256, 512, 1024, 2048 or 4096 (omit it for the port's active MTU)", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+		v, err := strconv.Atoi(s)
+		if err == nil {
+			_, err = rdma.MTUEnum(v)
+		}
+		if err != nil {
+			l.errorf(n, key, "%q is not a path MTU; %s", s, allowed)
+			return nil, false
+		}
+		return func(t *rdma.TestSpec) { t.QP.MTU = v }, true
+	})},
+	intKnob("timeout", 1, 31, "4.096 us * 2^timeout; "+engineDefault+", 14", func(t *rdma.TestSpec, v int) { t.QP.Timeout = v }),
+	intKnob("retry_cnt", 1, 7, engineDefault+", 6; soft-RoCE retries 7 forever", func(t *rdma.TestSpec, v int) { t.QP.RetryCnt = v }),
+	intKnob("rnr_retry", 1, 7, "7 retries forever; "+engineDefault+", 7", func(t *rdma.TestSpec, v int) { t.QP.RNRRetry = v }),
+	intKnob("min_rnr_timer", 1, 31, engineDefault+", 12 = 0.64 ms", func(t *rdma.TestSpec, v int) { t.QP.MinRNRTimer = v }),
+	intKnob("max_rd_atomic", 1, 255, "", func(t *rdma.TestSpec, v int) { t.QP.MaxRdAtomic = v }),
+	intKnob("sl", 0, 15, "", func(t *rdma.TestSpec, v int) { t.QP.SL = v }),
+	intKnob("traffic_class", 0, 255, "", func(t *rdma.TestSpec, v int) { t.QP.TrafficClass = v }),
+	intKnob("hop_limit", 1, 255, engineDefault+", 64", func(t *rdma.TestSpec, v int) { t.QP.HopLimit = v }),
+}
+
+// knob reads one engine setting, returning what it sets or nil.
+func (l *loader) knob(key string, v *yaml.Node) func(*rdma.TestSpec) {
+	for _, k := range knobs {
+		if k.key == key {
+			if f, ok := k.read(l, v, key, k.allowed); ok {
+				return f
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+func readCPUs(l *loader, v *yaml.Node, key, allowed string) (func(*rdma.TestSpec), bool) {
+	its, ok := l.items(v, key, allowed)
+	if !ok {
+		return nil, false
+	}
+	var cpus []int
+	for _, it := range its {
+		n, ok := l.intValue(it.n, key, it.s, 0, 1<<16, allowed)
+		if !ok {
+			return nil, false
+		}
+		cpus = append(cpus, n)
+	}
+	return func(t *rdma.TestSpec) { t.CPUs = slices.Clone(cpus) }, true
+}

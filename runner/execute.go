@@ -1,0 +1,131 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/rdmarun/rdmarun/runner/report"
+)
+
+// Options control how a scenario executes.
+type Options struct {
+	Tool string // "rdmarun <version>", for the report
+	File string
+	// Progress, when set, is called before and after each run (for a
+	// terminal progress line or plain CI log lines).
+	Progress func(done, total int, run *report.Run)
+}
+
+// Execute runs every expanded run of sc on target, judges each run's
+// thresholds, and returns the report. It stops early, marking what is
+// left as skipped, when a failing case has abort_on_fail or ctx ends
+// (Ctrl-C); the report then says why. Execute itself fails only when the
+// scenario has no runs.
+func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*report.Report, error) {
+	runs := sc.Runs()
+	if len(runs) == 0 {
+		return nil, ErrNoRuns
+	}
+	rep := &report.Report{
+		Schema: report.Schema, Tool: opt.Tool, Scenario: sc.Name, File: opt.File,
+		Peer: target.Describe(), Started: time.Now(),
+	}
+	link := target.LinkGbps()
+	for i, r := range runs {
+		out := report.Run{Case: r.Case, Index: r.Index, Spec: r.Spec.WithDefaults()}
+		if rep.Stopped != "" {
+			out.Status = report.Skipped
+			rep.Runs = append(rep.Runs, out)
+			continue
+		}
+		if opt.Progress != nil {
+			opt.Progress(i, len(runs), &out)
+		}
+		start := time.Now()
+		res, err := target.Run(ctx, r.Spec)
+		out.Seconds = time.Since(start).Seconds()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			out.Status = report.Skipped
+			out.Error = "interrupted"
+			rep.Stopped = "interrupted (" + ctx.Err().Error() + ")"
+		case err != nil:
+			out.Status = report.Errored
+			out.Error = err.Error()
+		default:
+			out.Result = res
+			out.Spec = res.Spec
+			out.Status = report.Passed
+			env := NewEnv(res, link)
+			for _, t := range r.Pass {
+				v := report.Verdict{Expr: t.Source(), Values: envValues(env, t.Names())}
+				ok, err := t.Eval(env)
+				switch {
+				case err != nil:
+					v.Error = err.Error()
+				case ok:
+					v.Passed = true
+				}
+				if !v.Passed {
+					out.Status = report.Failed
+				}
+				out.Verdicts = append(out.Verdicts, v)
+			}
+		}
+		if out.Status != report.Passed && out.Status != report.Skipped && r.AbortOnFail {
+			rep.Stopped = fmt.Sprintf("case %s has abort_on_fail and run %d %s", r.Case, r.Index, out.Status)
+		}
+		rep.Runs = append(rep.Runs, out)
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(runs), &rep.Runs[len(rep.Runs)-1])
+		}
+	}
+	rep.Finished = time.Now()
+	rep.Tally()
+	return rep, nil
+}
+
+// envValues reads the named numbers out of env, for the report to show
+// what a threshold saw.
+func envValues(env Env, names []string) map[string]float64 {
+	if len(names) == 0 {
+		return nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string]float64{}
+	v := reflect.ValueOf(env)
+	t := v.Type()
+	for i := range t.NumField() {
+		name := t.Field(i).Tag.Get("expr")
+		if !want[name] {
+			continue
+		}
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Float64:
+			out[name] = f.Float()
+		case reflect.Int:
+			out[name] = float64(f.Int())
+		}
+	}
+	return out
+}
+
+// ExitStatus maps a report to rdmarun's exit codes: 0 all passed, 1 a
+// threshold failed, 5 a run did not finish or the scenario was
+// interrupted. Errors outrank failures: a run that did not finish says
+// less about the fabric than one that did.
+func ExitStatus(rep *report.Report) int {
+	switch {
+	case rep.Summary.Errors > 0 || strings.HasPrefix(rep.Stopped, "interrupted"):
+		return 5
+	case rep.Summary.Failed > 0:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,569 @@
+package runner
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+// maxRuns bounds a scenario's expansion: past it a matrix is a typo (a
+// size range by 1.01) rather than a plan anyone can wait for.
+const maxRuns = 10000
+
+// Load reads and checks a scenario file. overrides replace the values of
+// variables declared under vars: (from `--set NAME=VALUE`). The error, when
+// there is one, is an ErrorList.
+func Load(path string, overrides map[string]string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := Parse(path, data, overrides)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	rel := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	rel(&sc.TokenFile)
+	if sc.TLS != nil {
+		rel(&sc.TLS.CAFile)
+		rel(&sc.TLS.CertFile)
+		rel(&sc.TLS.KeyFile)
+	}
+	return sc, nil
+}
+
+// Parse checks a scenario held in memory; name is what errors call the
+// file. The error, when there is one, is an ErrorList.
+func Parse(name string, data []byte, overrides map[string]string) (*Scenario, error) {
+	l := &loader{file: name}
+	sc := l.parse(data, overrides)
+	if len(l.errs) > 0 {
+		sort.SliceStable(l.errs, func(i, j int) bool {
+			a, b := l.errs[i], l.errs[j]
+			return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
+		})
+		if l.dropped {
+			l.errs = append(l.errs, &Error{File: name, Msg: "too many errors; fix these and check again"})
+		}
+		return nil, l.errs
+	}
+	return sc, nil
+}
+
+type loader struct {
+	file    string
+	errs    ErrorList
+	count   int // problems found, including those past maxErrors
+	dropped bool
+	vars    map[string]string
+}
+
+// errorf records a problem at n (nil: no place in the file).
+func (l *loader) errorf(n *yaml.Node, key, format string, args ...any) {
+	l.count++
+	if len(l.errs) >= maxErrors {
+		l.dropped = true
+		return
+	}
+	e := &Error{File: l.file, Key: key, Msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		e.Line, e.Column = n.Line, n.Column
+	}
+	l.errs = append(l.errs, e)
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(protectVars(data)))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			l.errorf(nil, "", "the file is empty; a scenario needs at least cases:")
+			return nil
+		}
+		l.syntaxError(err)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		l.errorf(&extra, "", "a second YAML document; a scenario file holds one (remove the ---)")
+		return nil
+	} else if !errors.Is(err, io.EOF) {
+		l.syntaxError(err)
+		return nil
+	}
+	restoreVars(&doc)
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	root = resolve(root)
+	if root.Kind != yaml.MappingNode {
+		l.errorf(root, "", "a scenario is a mapping of keys (name, peer, defaults, cases, ...), not %s", describe(root))
+		return nil
+	}
+	pairs := l.pairs(root, "", topKeys)
+	sc := &Scenario{
+		Name:     strings.TrimSuffix(filepath.Base(l.file), filepath.Ext(l.file)),
+		File:     l.file,
+		Device:   "auto",
+		Port:     1,
+		GIDIndex: rdma.AutoGIDIndex,
+		Peer:     PeerLoopback,
+	}
+	// Variables first: every other value may use them.
+	l.parseVars(root, pairs["vars"], overrides)
+	sc.Vars = l.vars
+	for _, key := range topKeys {
+		p, ok := pairs[key]
+		if !ok {
+			continue
+		}
+		l.parseTop(sc, key, p.k, p.v)
+	}
+	if sc.TokenFile != "" && sc.IsLoopback() {
+		l.errorf(pairs["token_file"].k, "token_file", "applies to a remote peer only; with peer: loopback both ends are in this process")
+	}
+	if sc.TLS != nil && sc.IsLoopback() {
+		l.errorf(pairs["tls"].k, "tls", "applies to a remote peer only; with peer: loopback both ends are in this process")
+	}
+	var defaults caseDef
+	if p, ok := pairs["defaults"]; ok {
+		defaults = l.parseCase(p.v, true)
+	}
+	p, ok := pairs["cases"]
+	if !ok {
+		l.errorf(root, "cases", "missing; a scenario needs a list of cases, each with name, op and measure")
+		return sc
+	}
+	l.parseCases(sc, p.k, p.v, &defaults)
+	return sc
+}
+
+func (l *loader) syntaxError(err error) {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		// The YAML parser gives no column; 0 leaves it out.
+		l.errs = append(l.errs, &Error{File: l.file, Line: line, Msg: "not valid YAML: " + m[2]})
+		return
+	}
+	l.errs = append(l.errs, &Error{File: l.file, Msg: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
+}
+
+var topKeys = []string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls", "vars", "defaults", "cases"}
+
+func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
+	switch key {
+	case "name":
+		if s, ok := l.text(v, key, "write the scenario's name"); ok {
+			sc.Name = s
+		}
+	case "description":
+		if s, ok := l.scalarAllowEmpty(v, key); ok {
+			sc.Description = s
+		}
+	case "device":
+		if s, ok := l.text(v, key, "write auto or a device name such as mlx5_0 or rxe0 (see rdmarun devices)"); ok {
+			sc.Device = s
+		}
+	case "port":
+		if n, ok := l.int(v, key, 1, 255, "write a port number from 1 to 255"); ok {
+			sc.Port = n
+		}
+	case "gid_index":
+		s, ok := l.scalar(v, key, "write auto or a GID index from rdmarun devices")
+		if !ok {
+			return
+		}
+		if s == "auto" {
+			sc.GIDIndex = rdma.AutoGIDIndex
+			return
+		}
+		if n, ok := l.intValue(v, key, s, 0, 65535, "write auto or a GID index from rdmarun devices"); ok {
+			sc.GIDIndex = n
+		}
+	case "peer":
+		if s, ok := l.text(v, key, "write loopback or HOST[:PORT] of rdmarun serve"); ok {
+			if s != PeerLoopback {
+				l.checkAddress(v, s)
+			}
+			sc.Peer = s
+		}
+	case "peer_device":
+		if s, ok := l.text(v, key, "write a device name such as rxe1"); ok {
+			sc.PeerDevice = s
+		}
+	case "token_file":
+		if s, ok := l.text(v, key, "write the path of a file holding the shared token"); ok {
+			sc.TokenFile = s
+		}
+	case "tls":
+		sc.TLS = l.parseTLS(v)
+	}
+}
+
+func (l *loader) checkAddress(v *yaml.Node, s string) {
+	const allowed = "write loopback or HOST[:PORT] of rdmarun serve, such as 10.0.0.2:18520"
+	if strings.ContainsAny(s, " \t/") {
+		l.errorf(v, "peer", "%q is not an address; %s", s, allowed)
+		return
+	}
+	if !strings.Contains(s, ":") || net.ParseIP(s) != nil {
+		return // a host name or an IP address, on the default port
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" {
+		l.errorf(v, "peer", "%q is not an address; %s", s, allowed)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		l.errorf(v, "peer", "port %q of %q is not a port number; %s", port, s, allowed)
+	}
+}
+
+func (l *loader) parseTLS(v *yaml.Node) *ctrl.TLSConfig {
+	pairs := l.pairs(v, "tls", []string{"ca", "cert", "key", "server_name"})
+	if pairs == nil {
+		return nil
+	}
+	t := &ctrl.TLSConfig{}
+	for key, p := range pairs {
+		allowed := "write a file path"
+		if key == "server_name" {
+			allowed = "write the name the responder's certificate holds"
+		}
+		s, ok := l.text(p.v, key, allowed)
+		if !ok {
+			continue
+		}
+		switch key {
+		case "ca":
+			t.CAFile = s
+		case "cert":
+			t.CertFile = s
+		case "key":
+			t.KeyFile = s
+		case "server_name":
+			t.ServerName = s
+		}
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		l.errorf(v, "tls", "cert and key go together; give both, or neither")
+	}
+	return t
+}
+
+var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// parseVars reads vars: and applies the overrides. A variable's value is
+// taken as written; it is not itself expanded.
+func (l *loader) parseVars(root *yaml.Node, p *pair, overrides map[string]string) {
+	l.vars = map[string]string{}
+	at := root
+	if p != nil {
+		at = p.k
+		n := resolve(p.v)
+		if n.Kind != yaml.MappingNode {
+			l.errorf(n, "vars", "want a mapping of names to values, such as {iters: 10000}, not %s", describe(n))
+		} else {
+			seen := map[string]*yaml.Node{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+				name := k.Value
+				if first, dup := seen[name]; dup {
+					l.errorf(k, "vars", "variable %q is declared twice (first at line %d)", name, first.Line)
+					continue
+				}
+				seen[name] = k
+				if !varName.MatchString(name) {
+					l.errorf(k, "vars", "%q is not a variable name; use letters, digits and _, not starting with a digit", name)
+					continue
+				}
+				if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+					l.errorf(v, "vars", "variable %q wants a single value, not %s", name, describe(v))
+					continue
+				}
+				l.vars[name] = v.Value
+			}
+		}
+	}
+	for _, name := range sortedKeys(overrides) {
+		if _, ok := l.vars[name]; !ok {
+			msg := fmt.Sprintf("override %q names no variable of this scenario", name)
+			if s := didYouMean(name, sortedKeys(l.vars), true); s != "" {
+				msg += "; " + s
+			} else if len(l.vars) == 0 {
+				msg += "; it declares none (add it under vars:)"
+			} else {
+				msg += "; declared: " + strings.Join(sortedKeys(l.vars), ", ")
+			}
+			l.errorf(at, "vars", "%s", msg)
+			continue
+		}
+		l.vars[name] = overrides[name]
+	}
+}
+
+// substitute replaces each ${name} in s with the variable's value.
+func (l *loader) substitute(n *yaml.Node, key, s string) (string, bool) {
+	if !strings.Contains(s, "${") {
+		return s, true
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), true
+		}
+		b.WriteString(s[:i])
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			l.errorf(n, key, "%q has ${ without a closing }; write ${name}", n.Value)
+			return "", false
+		}
+		name := s[i+2 : i+j]
+		v, ok := l.vars[name]
+		if !ok {
+			msg := fmt.Sprintf("undefined variable %q", name)
+			switch s := didYouMean(name, sortedKeys(l.vars), true); {
+			case s != "":
+				msg += "; " + s
+			case len(l.vars) == 0:
+				msg += "; declare it under vars: (or override it)"
+			default:
+				msg += "; declared: " + strings.Join(sortedKeys(l.vars), ", ")
+			}
+			l.errorf(n, key, "%s", msg)
+			return "", false
+		}
+		b.WriteString(v)
+		s = s[i+j+1:]
+	}
+}
+
+// A plain YAML scalar inside {...} or [...] may not hold braces, so
+// `{iterations: ${iters}}` would not parse. Before parsing, each ${name}
+// has its braces swapped for two private-use characters, one rune each so
+// columns stay right; after parsing they are swapped back.
+const (
+	openVar  = "\uE000"
+	closeVar = "\uE001"
+)
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+func protectVars(data []byte) []byte {
+	return varRef.ReplaceAll(data, []byte("$$"+openVar+"${1}"+closeVar))
+}
+
+var unprotect = strings.NewReplacer("$"+openVar, "${", closeVar, "}")
+
+// restoreVars undoes protectVars in every node. It follows Content, not
+// aliases, so an alias that refers to its own ancestor cannot loop.
+func restoreVars(n *yaml.Node) {
+	if strings.Contains(n.Value, closeVar) {
+		n.Value = unprotect.Replace(n.Value)
+	}
+	for _, c := range n.Content {
+		restoreVars(c)
+	}
+}
+
+type pair struct{ k, v *yaml.Node }
+
+// pairs reads a mapping, reporting keys that are unknown or given twice.
+// It returns nil when n is not a mapping.
+func (l *loader) pairs(n *yaml.Node, key string, known []string) map[string]*pair {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		keys := strings.Join(known, ", ")
+		if len(known) > 6 {
+			keys = strings.Join(known[:6], ", ") + ", ..."
+		}
+		l.errorf(n, key, "want a mapping of keys (%s), not %s", keys, describe(n))
+		return nil
+	}
+	out := map[string]*pair{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), n.Content[i+1]
+		name := k.Value
+		if k.Kind != yaml.ScalarNode {
+			l.errorf(k, key, "a key must be a name, not %s", describe(k))
+			continue
+		}
+		if !contains(known, name) {
+			if s := didYouMean(name, known, true); s != "" {
+				l.errorf(k, "", "unknown key %q; %s", name, s)
+			} else {
+				l.errorf(k, "", "unknown key %q; allowed here: %s", name, strings.Join(known, ", "))
+			}
+			continue
+		}
+		if first, dup := out[name]; dup {
+			l.errorf(k, name, "given twice (first at line %d); keep one", first.k.Line)
+			continue
+		}
+		out[name] = &pair{k, v}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve follows an alias (*name) to the node it stands for.
+func resolve(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
+	}
+	return n
+}
+
+func describe(n *yaml.Node) string {
+	n = resolve(n)
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+// scalar reads a single value with its variables substituted. An empty
+// value is an error, saying what is allowed.
+func (l *loader) scalar(n *yaml.Node, key, allowed string) (string, bool) {
+	n = resolve(n)
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		l.errorf(n, key, "want a single value, not %s; %s", describe(n), allowed)
+		return "", false
+	}
+	return l.substitute(n, key, n.Value)
+}
+
+func (l *loader) scalarAllowEmpty(n *yaml.Node, key string) (string, bool) {
+	n = resolve(n)
+	if n.Tag == "!!null" {
+		return "", true
+	}
+	return l.scalar(n, key, "write text")
+}
+
+// text reads a non-empty string.
+func (l *loader) text(n *yaml.Node, key, allowed string) (string, bool) {
+	s, ok := l.scalar(n, key, allowed)
+	if ok && strings.TrimSpace(s) == "" {
+		l.errorf(resolve(n), key, "empty; %s", allowed)
+		return "", false
+	}
+	return s, ok
+}
+
+func (l *loader) int(n *yaml.Node, key string, lo, hi int, allowed string) (int, bool) {
+	s, ok := l.scalar(n, key, allowed)
+	if !ok {
+		return 0, false
+	}
+	return l.intValue(resolve(n), key, s, lo, hi, allowed)
+}
+
+func (l *loader) intValue(n *yaml.Node, key, s string, lo, hi int, allowed string) (int, bool) {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		l.errorf(n, key, "%q is not a whole number; %s", s, allowed)
+		return 0, false
+	}
+	if v < lo || v > hi {
+		l.errorf(n, key, "%d is out of range; %s", v, allowed)
+		return 0, false
+	}
+	return v, true
+}
+
+func (l *loader) bool(n *yaml.Node, key string) (bool, bool) {
+	s, ok := l.scalar(n, key, "write true or false")
+	if !ok {
+		return false, false
+	}
+	switch strings.ToLower(s) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	l.errorf(resolve(n), key, "%q is not true or false; write true or false", s)
+	return false, false
+}
+
+// items reads a value that may be one item or a list of them. A single
+// value holding commas is a list too, so that one variable (--set
+// sizes=2,64,4KiB) can stand for a whole sweep.
+func (l *loader) items(n *yaml.Node, key, allowed string) ([]item, bool) {
+	n = resolve(n)
+	switch n.Kind {
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			l.errorf(n, key, "empty list; %s", allowed)
+			return nil, false
+		}
+		var out []item
+		ok := true
+		for _, c := range n.Content {
+			s, good := l.scalar(c, key, allowed)
+			ok = ok && good
+			if good {
+				out = append(out, item{resolve(c), strings.TrimSpace(s)})
+			}
+		}
+		return out, ok
+	case yaml.ScalarNode:
+		s, ok := l.scalar(n, key, allowed)
+		if !ok {
+			return nil, false
+		}
+		var out []item
+		for _, part := range strings.Split(s, ",") {
+			out = append(out, item{n, strings.TrimSpace(part)})
+		}
+		return out, true
+	}
+	l.errorf(n, key, "want a value or a list, not %s; %s", describe(n), allowed)
+	return nil, false
+}
+
+type item struct {
+	n *yaml.Node
+	s string
+}

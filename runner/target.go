@@ -1,0 +1,131 @@
+package runner
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+
+	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+// Target is where a scenario's runs execute: two endpoints in this
+// process, or this host against `rdmarun serve`.
+type Target interface {
+	Run(ctx context.Context, spec rdma.TestSpec) (*rdma.Result, error)
+	// LinkGbps is the local port's rate, for thresholds such as
+	// bw_gbps >= 0.9 * link_gbps.
+	LinkGbps() float64
+	Describe() string
+	Close() error
+}
+
+// Endpoint names a device, port and GID.
+type Endpoint struct {
+	Device   string
+	Port     int
+	GIDIndex int // rdma.AutoGIDIndex chooses
+}
+
+// Loopback runs both ends in this process. It keeps one connected pair
+// while consecutive runs need the same endpoints (the buffers are sized
+// for the largest message of the scenario, so a size sweep reuses them).
+type Loopback struct {
+	Local, Peer Endpoint
+	MaxMessage  int
+	pair        *rdma.Pair
+	cfgA, cfgB  rdma.EndpointConfig
+	attrs       rdma.QPAttrs
+}
+
+// Run implements Target.
+func (l *Loopback) Run(ctx context.Context, spec rdma.TestSpec) (*rdma.Result, error) {
+	sized := spec
+	sized.Size = max(spec.WithDefaults().Size, l.MaxMessage)
+	a, b := rdma.PairConfig(sized,
+		rdma.EndpointConfig{Device: l.Local.Device, Port: l.Local.Port, GIDIndex: l.Local.GIDIndex},
+		rdma.EndpointConfig{Device: l.Peer.Device, Port: l.Peer.Port, GIDIndex: l.Peer.GIDIndex})
+	if l.pair == nil || a != l.cfgA || b != l.cfgB || spec.QP != l.attrs {
+		if err := l.Close(); err != nil {
+			return nil, err
+		}
+		p, err := rdma.NewLoopbackPair(a, b, spec.QP)
+		if err != nil {
+			return nil, err
+		}
+		l.pair, l.cfgA, l.cfgB, l.attrs = p, a, b, spec.QP
+	}
+	return l.pair.Run(ctx, spec)
+}
+
+// LinkGbps implements Target.
+func (l *Loopback) LinkGbps() float64 { return linkGbps(l.Local) }
+
+// Describe implements Target.
+func (l *Loopback) Describe() string {
+	return "loopback " + l.Local.Device + " -> " + l.Peer.Device
+}
+
+// Close frees the pair.
+func (l *Loopback) Close() error {
+	if l.pair == nil {
+		return nil
+	}
+	err := l.pair.Close()
+	l.pair = nil
+	return err
+}
+
+// Remote runs each test against `rdmarun serve`, over a new control
+// connection and new QPs each time, as separate CI jobs would.
+type Remote struct {
+	Addr       string
+	Local      Endpoint
+	PeerDevice string
+	PeerGID    *int
+	Token      string
+	TLS        *tls.Config
+}
+
+// Run implements Target.
+func (r *Remote) Run(ctx context.Context, spec rdma.TestSpec) (*rdma.Result, error) {
+	return peer.Run(ctx, peer.ClientConfig{
+		Addr: r.Addr, Token: r.Token, TLS: r.TLS,
+		Device: r.Local.Device, Port: r.Local.Port, GIDIndex: r.Local.GIDIndex,
+		PeerDevice: r.PeerDevice, PeerGIDIndex: r.PeerGID,
+	}, spec)
+}
+
+// LinkGbps implements Target.
+func (r *Remote) LinkGbps() float64 { return linkGbps(r.Local) }
+
+// Describe implements Target.
+func (r *Remote) Describe() string { return r.Addr }
+
+// Close implements Target; a remote target holds nothing between runs.
+func (r *Remote) Close() error { return nil }
+
+// linkGbps reads the port's rate, or 0 when it cannot be read (a
+// threshold on link_gbps then fails, rather than passing by accident).
+func linkGbps(e Endpoint) float64 {
+	devs, err := rdma.Devices()
+	if err != nil {
+		return 0
+	}
+	for _, d := range devs {
+		if d.Name != e.Device {
+			continue
+		}
+		port := e.Port
+		if port == 0 {
+			port = 1
+		}
+		if p, err := d.Port(port); err == nil {
+			return p.RateGbps
+		}
+	}
+	return 0
+}
+
+// ErrNoRuns is returned for a scenario that expands to nothing.
+var ErrNoRuns = errors.New("runner: the scenario has no runs")

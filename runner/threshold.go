@@ -1,0 +1,545 @@
+package runner
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+// Env is what a threshold sees of one run. Latencies are in microseconds,
+// the unit perftest prints, so `p99 < 5` and `p99 < 5us` mean the same:
+// duration literals (100ns, 5us, 1.5ms, 2s) are converted to microseconds
+// before the expression is compiled, and size literals (4KiB, 1MB) to
+// bytes.
+//
+// The field tags are the names thresholds use; envNames documents each,
+// and a test keeps the two in step.
+type Env struct {
+	// Round-trip latency of the run's operations, microseconds.
+	Min    float64 `expr:"min"`
+	Max    float64 `expr:"max"`
+	Mean   float64 `expr:"mean"`
+	Stddev float64 `expr:"stddev"`
+	P50    float64 `expr:"p50"`
+	P90    float64 `expr:"p90"`
+	P99    float64 `expr:"p99"`
+	P999   float64 `expr:"p999"`
+	P9999  float64 `expr:"p9999"`
+	// One-way latency (RTT/2) of the ping-pong ops, microseconds.
+	OneWayP50 float64 `expr:"one_way_p50"`
+	OneWayP99 float64 `expr:"one_way_p99"`
+
+	// Bandwidth summed over the run's directions (both when bidirectional,
+	// as perftest -b reports) and over all QPs.
+	BwGbps  float64 `expr:"bw_gbps"`  // 10^9 bit/s
+	BwGiB   float64 `expr:"bw_gib"`   // 2^30 bytes/s
+	MsgRate float64 `expr:"msg_rate"` // messages/s
+
+	Errors  int `expr:"errors"`  // completion errors; a run that finished has none
+	Retries int `expr:"retries"` // sum of the retry-related counter deltas
+
+	Size     int     `expr:"size"` // message size, bytes
+	QPs      int     `expr:"qps"`
+	Mode     string  `expr:"mode"`      // busy_poll or event
+	Op       string  `expr:"op"`        // send, write, read, ...
+	LinkGbps float64 `expr:"link_gbps"` // the port's rate, 10^9 bit/s
+
+	// Counter returns a port counter's delta over the run, summed over the
+	// two sides: counter("rnr_nak_retry_err"). A name may be prefixed with
+	// "counters/" or "hw_counters/" to pick the directory.
+	Counter func(name string) (int, error) `expr:"counter" json:"-"`
+}
+
+type metricKind int
+
+const (
+	anyRun metricKind = iota
+	latencyRun
+	bandwidthRun
+)
+
+// envName documents one name of Env for error messages and reports.
+type envName struct {
+	name string
+	unit string
+	kind metricKind
+	doc  string
+}
+
+var envNames = []envName{
+	{"min", "us", latencyRun, "smallest round trip"},
+	{"max", "us", latencyRun, "largest round trip"},
+	{"mean", "us", latencyRun, "mean round trip"},
+	{"stddev", "us", latencyRun, "standard deviation of the round trips"},
+	{"p50", "us", latencyRun, "median round trip"},
+	{"p90", "us", latencyRun, "90th percentile round trip"},
+	{"p99", "us", latencyRun, "99th percentile round trip"},
+	{"p999", "us", latencyRun, "99.9th percentile round trip"},
+	{"p9999", "us", latencyRun, "99.99th percentile round trip"},
+	{"one_way_p50", "us", latencyRun, "median one-way latency (RTT/2; send and write families only)"},
+	{"one_way_p99", "us", latencyRun, "99th percentile one-way latency (RTT/2; send and write families only)"},
+	{"bw_gbps", "Gb/s", bandwidthRun, "bandwidth, 10^9 bit/s, summed over directions and QPs"},
+	{"bw_gib", "GiB/s", bandwidthRun, "bandwidth, 2^30 bytes/s, summed over directions and QPs"},
+	{"msg_rate", "msg/s", bandwidthRun, "messages per second, summed over directions and QPs"},
+	{"errors", "", anyRun, "completion errors (0 for a run that finished)"},
+	{"retries", "", anyRun, "retry-related port counter deltas, both sides"},
+	{"size", "B", anyRun, "message size in bytes"},
+	{"qps", "", anyRun, "queue pairs"},
+	{"mode", "", anyRun, `completion mode, "busy_poll" or "event"`},
+	{"op", "", anyRun, `operation, e.g. "write"`},
+	{"link_gbps", "Gb/s", anyRun, "the port's link rate, 10^9 bit/s"},
+	{"counter", "", anyRun, `counter("name"): a port counter's delta, both sides`},
+}
+
+// retryCounters are the counters that move when the transport
+// retransmits or a receiver was not ready: rxe's names, then mlx5's.
+var retryCounters = []string{
+	"completer_retry_err", "rcvd_seq_err", "out_of_seq_request", "duplicate_request",
+	"retry_exceeded_err", "retry_rnr_exceeded_err", "rcvd_rnr_err", "send_rnr_err",
+	"local_ack_timeout_err", "packet_seq_err", "out_of_sequence", "implied_nak_seq_err",
+	"rnr_nak_retry_err",
+}
+
+// knownNames lists the names a threshold may use, in documentation order.
+func knownNames() []string {
+	out := make([]string, len(envNames))
+	for i, n := range envNames {
+		out[i] = n.name
+	}
+	return out
+}
+
+func lookupName(name string) (envName, bool) {
+	for _, n := range envNames {
+		if n.name == name {
+			return n, true
+		}
+	}
+	return envName{}, false
+}
+
+// Threshold is a compiled pass condition. It keeps its source so reports
+// can quote what was judged.
+type Threshold struct {
+	src      string
+	program  *vm.Program
+	names    []string // Env names it reads, first use first
+	counters []string // names passed to counter() as literals
+}
+
+// maxThresholdLen bounds an expression; a condition longer than this is
+// a mistake (a pasted file), and bounding it keeps compilation cheap.
+const maxThresholdLen = 1000
+
+// CompileThreshold compiles a pass condition over Env. A name Env does not
+// have, or an expression that is not true/false, is an error here rather
+// than a silent verdict later.
+func CompileThreshold(src string) (*Threshold, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, errors.New("empty condition; write one such as p99 < 5us && errors == 0")
+	}
+	if len(src) > maxThresholdLen {
+		return nil, fmt.Errorf("condition is %d characters long; at most %d", len(src), maxThresholdLen)
+	}
+	code := rewriteDurations(src)
+	program, err := expr.Compile(code, expr.Env(Env{}), expr.AsBool())
+	if err != nil {
+		return nil, explainCompileError(src, err)
+	}
+	t := &Threshold{src: src, program: program}
+	t.collectNames()
+	return t, nil
+}
+
+// MustCompileThreshold is CompileThreshold for conditions known to be
+// valid, such as those in tests and built-in defaults.
+func MustCompileThreshold(src string) *Threshold {
+	t, err := CompileThreshold(src)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func explainCompileError(src string, err error) error {
+	msg := err.Error()
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		// The snippet and column would point into the rewritten text,
+		// which the user never wrote; the message alone is clearer.
+		msg = fe.Message
+	}
+	if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
+		hint := ""
+		if s := didYouMean(name, knownNames(), false); s != "" {
+			hint = " (" + s + ")"
+		}
+		known := strings.Replace(strings.Join(knownNames(), ", "), "counter", `counter("name")`, 1)
+		return fmt.Errorf("unknown name %s%s; known: %s", name, hint, known)
+	}
+	if got, ok := strings.CutPrefix(msg, "expected bool, but got "); ok {
+		return fmt.Errorf("%q is %s, not true or false; write a comparison such as p99 < 5us", src, typeWord(got))
+	}
+	return fmt.Errorf("%s in %q; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)", msg, src)
+}
+
+func typeWord(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"), strings.HasPrefix(goType, "float"):
+		return "a number"
+	case goType == "string":
+		return "a string"
+	}
+	return "of type " + goType
+}
+
+// collectNames records which Env names the expression reads, so reports
+// can show the values a verdict was based on and the loader can tell a
+// latency condition from a bandwidth one.
+func (t *Threshold) collectNames() {
+	seen := map[string]bool{}
+	node := t.program.Node()
+	ast.Walk(&node, visitor(func(n ast.Node) {
+		switch n := n.(type) {
+		case *ast.IdentifierNode:
+			if _, ok := lookupName(n.Value); ok && !seen[n.Value] {
+				seen[n.Value] = true
+				t.names = append(t.names, n.Value)
+			}
+		case *ast.CallNode:
+			id, ok := n.Callee.(*ast.IdentifierNode)
+			if !ok || id.Value != "counter" || len(n.Arguments) != 1 {
+				return
+			}
+			if s, ok := n.Arguments[0].(*ast.StringNode); ok && !seen["counter:"+s.Value] {
+				seen["counter:"+s.Value] = true
+				t.counters = append(t.counters, s.Value)
+			}
+		}
+	}))
+}
+
+type visitor func(ast.Node)
+
+func (v visitor) Visit(n *ast.Node) { v(*n) }
+
+// Source is the condition as written (after ${var} substitution).
+func (t *Threshold) Source() string { return t.src }
+
+func (t *Threshold) String() string { return t.src }
+
+// MarshalText writes a threshold as its source, for JSON reports.
+func (t *Threshold) MarshalText() ([]byte, error) { return []byte(t.src), nil }
+
+// Names lists the Env names the condition reads, in order of first use.
+func (t *Threshold) Names() []string { return append([]string(nil), t.names...) }
+
+// kind tells which runs can judge the condition: one that reads latency
+// names needs a latency run, one that reads bandwidth names a bandwidth
+// run. both is set when it reads the two kinds, which no single run has.
+func (t *Threshold) kind() (k metricKind, both bool) {
+	for _, name := range t.names {
+		n, _ := lookupName(name)
+		if n.kind == anyRun {
+			continue
+		}
+		if k != anyRun && k != n.kind {
+			return k, true
+		}
+		k = n.kind
+	}
+	return k, false
+}
+
+// namesOf lists the names of one kind the condition reads.
+func (t *Threshold) namesOf(k metricKind) []string {
+	var out []string
+	for _, name := range t.names {
+		if n, _ := lookupName(name); n.kind == k {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Eval judges the condition on one run's environment.
+func (t *Threshold) Eval(env Env) (bool, error) {
+	if env.Counter == nil {
+		env.Counter = noCounters
+	}
+	out, err := expr.Run(t.program, env)
+	if err != nil {
+		var fe *file.Error
+		if errors.As(err, &fe) {
+			err = errors.New(fe.Message)
+		}
+		return false, fmt.Errorf("threshold %q: %w", t.src, err)
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, fmt.Errorf("threshold %q gave %v, not true or false", t.src, out)
+	}
+	return b, nil
+}
+
+func noCounters(name string) (int, error) {
+	return 0, fmt.Errorf("counter(%q): this run recorded no port counters", name)
+}
+
+// Values returns the numbers the condition read, keyed by name, so a
+// report can show what a verdict was based on: {"p99": 4.2}. counter()
+// calls appear as counter("name"); string names (mode, op) and counters
+// the run did not record are left out.
+func (t *Threshold) Values(env Env) map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range t.names {
+		switch v, _ := env.Value(name); v := v.(type) {
+		case float64:
+			out[name] = v
+		case int:
+			out[name] = float64(v)
+		}
+	}
+	for _, c := range t.counters {
+		if env.Counter == nil {
+			break
+		}
+		if v, err := env.Counter(c); err == nil {
+			out[fmt.Sprintf("counter(%q)", c)] = float64(v)
+		}
+	}
+	return out
+}
+
+// Unit is the unit of a threshold name ("us", "Gb/s", "B"), or "" for
+// counts and strings.
+func Unit(name string) string {
+	n, _ := lookupName(name)
+	return n.unit
+}
+
+// envFields maps a threshold name to its field of Env.
+var envFields = func() map[string]int {
+	m := map[string]int{}
+	t := reflect.TypeFor[Env]()
+	for i := range t.NumField() {
+		if name := t.Field(i).Tag.Get("expr"); name != "" && name != "-" {
+			m[name] = i
+		}
+	}
+	return m
+}()
+
+// Value returns the value of a threshold name, as a condition sees it.
+func (e Env) Value(name string) (any, bool) {
+	i, ok := envFields[name]
+	if !ok || name == "counter" {
+		return nil, false
+	}
+	return reflect.ValueOf(e).Field(i).Interface(), true
+}
+
+// NewEnv fills an Env from a finished run. linkGbps is the port's rate,
+// which the result does not hold.
+func NewEnv(res *rdma.Result, linkGbps float64) Env {
+	e := Env{LinkGbps: linkGbps, Counter: noCounters}
+	if res == nil {
+		return e
+	}
+	e.Size, e.QPs = res.Spec.Size, res.Spec.QPs
+	e.Mode, e.Op = res.Spec.Mode.String(), res.Spec.Op.String()
+	if l := res.Latency; l != nil {
+		us := func(ns float64) float64 { return ns / 1e3 }
+		r := l.RTT
+		e.Min, e.Max, e.Mean, e.Stddev = us(r.Min), us(r.Max), us(r.Mean), us(r.Stddev)
+		e.P50, e.P90, e.P99, e.P999, e.P9999 = us(r.P50), us(r.P90), us(r.P99), us(r.P999), us(r.P9999)
+		if o := l.OneWay; o != nil {
+			e.OneWayP50, e.OneWayP99 = us(o.P50), us(o.P99)
+		}
+	}
+	if b := res.Bandwidth; b != nil {
+		for _, d := range b.Directions {
+			e.BwGbps += d.Gbps()
+			e.BwGiB += d.GiBps()
+			e.MsgRate += d.MessagesPerSec
+		}
+	}
+	sides := countedSides(res)
+	for _, name := range retryCounters {
+		v, _ := counterSum(sides, name)
+		e.Retries = addClamped(e.Retries, uint64(v))
+	}
+	if len(sides) > 0 {
+		e.Counter = func(name string) (int, error) {
+			v, ok := counterSum(sides, name)
+			if !ok {
+				return 0, fmt.Errorf("counter(%q): no such counter on either side's port (see counters/ and hw_counters/ under /sys/class/infiniband/DEVICE/ports/PORT)", name)
+			}
+			return v, nil
+		}
+	}
+	return e
+}
+
+// countedSides returns the sides whose counters add up: when both ends of
+// a loopback run share one port, its counters saw both ends' traffic
+// already, and adding them twice would double every delta.
+func countedSides(res *rdma.Result) []rdma.SideSummary {
+	s := res.Sides
+	rq, rs := res.Requester, res.Responder
+	if len(s) == 2 && rq.Device != "" && rq.Device == rs.Device && rq.Port == rs.Port &&
+		len(rq.GID) > 0 && bytes.Equal(rq.GID, rs.GID) {
+		return s[:1]
+	}
+	return s
+}
+
+// counterSum adds a counter's deltas over the sides; found reports
+// whether any side has it.
+func counterSum(sides []rdma.SideSummary, name string) (sum int, found bool) {
+	dir, base, hasDir := strings.Cut(name, "/")
+	if !hasDir {
+		base = name
+	}
+	for _, side := range sides {
+		for _, m := range []struct {
+			dir string
+			m   map[string]uint64
+		}{{"counters", side.Counters.Counters}, {"hw_counters", side.Counters.HWCounters}} {
+			if hasDir && dir != m.dir {
+				continue
+			}
+			if v, ok := m.m[base]; ok {
+				found = true
+				sum = addClamped(sum, v)
+			}
+		}
+	}
+	return sum, found
+}
+
+func addClamped(a int, b uint64) int {
+	if b > uint64(math.MaxInt-a) {
+		return math.MaxInt
+	}
+	return a + int(b)
+}
+
+// rewriteDurations turns duration literals into microseconds and size
+// literals into bytes, outside string literals: "p99 < 1.5ms" becomes
+// "p99 < 1500", "size >= 4KiB" "size >= 4096". Digits inside a name (p99)
+// are not literals.
+func rewriteDurations(src string) string {
+	var b strings.Builder
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch {
+		case c == '"' || c == '\'' || c == '`':
+			j := skipString(src, i)
+			b.WriteString(src[i:j])
+			i = j
+		case isIdentStart(c):
+			j := i
+			for j < len(src) && isIdentChar(src[j]) {
+				j++
+			}
+			b.WriteString(src[i:j])
+			i = j
+		case isDigit(c):
+			j := i
+			for j < len(src) && (isDigit(src[j]) || src[j] == '_') {
+				j++
+			}
+			if j+1 < len(src) && src[j] == '.' && isDigit(src[j+1]) {
+				j++
+				for j < len(src) && (isDigit(src[j]) || src[j] == '_') {
+					j++
+				}
+			}
+			if us, end, ok := durationLiteral(src, i, j); ok {
+				b.WriteString(us)
+				i = end
+				continue
+			}
+			b.WriteString(src[i:j])
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
+}
+
+// literalUnits are the units a number in a condition may carry: durations
+// become microseconds, the unit of the latency names, and sizes bytes,
+// the unit of size.
+var literalUnits = []struct {
+	suffix string
+	scale  float64 // multiply by it; 0: divide by 1000 (exact for ns)
+}{
+	{"ns", 0}, {"us", 1}, {"µs", 1}, {"ms", 1e3}, {"s", 1e6},
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1},
+}
+
+// durationLiteral reads a unit after the number src[start:end], and
+// returns the value in microseconds or bytes and where the literal ends.
+func durationLiteral(src string, start, end int) (string, int, bool) {
+	for _, u := range literalUnits {
+		if !strings.HasPrefix(src[end:], u.suffix) {
+			continue
+		}
+		after := end + len(u.suffix)
+		if after < len(src) && isIdentChar(src[after]) {
+			return "", 0, false // 5sec, 5usx: not a duration
+		}
+		v, err := strconv.ParseFloat(strings.ReplaceAll(src[start:end], "_", ""), 64)
+		if err != nil || math.IsInf(v, 0) {
+			return "", 0, false
+		}
+		if u.scale == 0 {
+			v /= 1e3
+		} else {
+			v *= u.scale
+		}
+		if math.IsInf(v, 0) {
+			return "", 0, false
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64), after, true
+	}
+	return "", 0, false
+}
+
+// skipString returns the index just past the string literal at i, or the
+// end of src when it is not closed (the compiler then reports it).
+func skipString(src string, i int) int {
+	q := src[i]
+	for j := i + 1; j < len(src); j++ {
+		switch src[j] {
+		case '\\':
+			if q != '`' {
+				j++
+			}
+		case q:
+			return j + 1
+		}
+	}
+	return len(src)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isIdentStart(c byte) bool {
+	return c == '_' || c == '$' || c == '#' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+func isIdentChar(c byte) bool { return isIdentStart(c) || isDigit(c) }

@@ -1,0 +1,289 @@
+package runner
+
+import (
+	"math"
+	"net"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rdmarun/rdmarun/portstats"
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+func TestRewriteDurations(t *testing.T) {
+	for in, want := range map[string]string{
+		"p99 < 5us":                   "p99 < 5",
+		"p99 < 5µs":                   "p99 < 5",
+		"p99<1.5ms":                   "p99<1500",
+		"p50 > 100ns":                 "p50 > 0.1",
+		"max < 2s":                    "max < 2000000",
+		"p999 < 1_000ns":              "p999 < 1",
+		"p9999 < 0.25us":              "p9999 < 0.25",
+		"p99 < 5":                     "p99 < 5",
+		"p99 < 5sec":                  "p99 < 5sec", // not a unit: the compiler reports it
+		"p99 < 5 us":                  "p99 < 5 us",
+		`mode == "5us" && p99 < 3us`:  `mode == "5us" && p99 < 3`,
+		`op == 'x\'5s' || p90 < 1ms`:  `op == 'x\'5s' || p90 < 1000`,
+		"1e3 > p50":                   "1e3 > p50",
+		"p99s < 1":                    "p99s < 1",
+		`counter("x5s") == 0`:         `counter("x5s") == 0`,
+		"`raw 5s` == op":              "`raw 5s` == op",
+		"size >= 4096 && p99 < 2.5ms": "size >= 4096 && p99 < 2500",
+		"size >= 4KiB && size < 1MB":  "size >= 4096 && size < 1000000",
+		"size == 64B || size > 1GiB":  "size == 64 || size > 1073741824",
+		"size < 1.5KiB":               "size < 1536",
+	} {
+		if got := rewriteDurations(in); got != want {
+			t.Errorf("rewriteDurations(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCompileThresholdErrors(t *testing.T) {
+	for src, want := range map[string]string{
+		"":            "empty condition; write one such as p99 < 5us && errors == 0",
+		"p98 < 5us":   `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, counter("name")`,
+		"bw_gpbs > 1": `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, counter("name")`,
+		"latency < 5": `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, counter("name")`,
+		"p99 * 2":     `"p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`,
+		"errors":      `"errors" is a number, not true or false; write a comparison such as p99 < 5us`,
+		"mode":        `"mode" is a string, not true or false; write a comparison such as p99 < 5us`,
+		"p99 < 5 us":  `unexpected token Identifier("us") in "p99 < 5 us"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"p99 <":       `unexpected token EOF in "p99 <"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"counter(1)":  `cannot use int as argument (type string) to call counter  in "counter(1)"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"mode == 5":   `invalid operation: == (mismatched types string and int) in "mode == 5"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		strings.Repeat("p99 < 1 && ", 100) + "true": "condition is 1104 characters long; at most 1000",
+	} {
+		_, err := CompileThreshold(src)
+		if err == nil || err.Error() != want {
+			t.Errorf("CompileThreshold(%q) error\n%v\nwant\n%s", src, err, want)
+		}
+	}
+}
+
+// sample is an Env with a distinct value in every field, so a condition
+// reading the wrong one shows.
+func sample() Env {
+	return Env{
+		Min: 1, Max: 90, Mean: 4.5, Stddev: 0.5, P50: 4, P90: 6, P99: 8, P999: 20, P9999: 40,
+		OneWayP50: 2, OneWayP99: 4,
+		BwGbps: 92.5, BwGiB: 10.77, MsgRate: 1.4e6,
+		Errors: 0, Retries: 3,
+		Size: 4096, QPs: 4, Mode: "event", Op: "write", LinkGbps: 100,
+		Counter: func(name string) (int, error) {
+			if name == "rnr_nak_retry_err" {
+				return 2, nil
+			}
+			return 0, &net.AddrError{Err: "no counter", Addr: name}
+		},
+	}
+}
+
+func TestThresholdEval(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want bool
+		err  string
+	}{
+		// Every name, on both sides of its value.
+		{src: "min == 1 && min < 1.001us", want: true},
+		{src: "max > 89us && max < 91", want: true},
+		{src: "mean == 4.5", want: true},
+		{src: "stddev == 500ns", want: true},
+		{src: "p50 == 4us", want: true},
+		{src: "p90 <= 6us", want: true},
+		{src: "p99 < 5us", want: false},
+		{src: "p99 < 8.001us", want: true},
+		{src: "p999 < 0.02ms", want: false},
+		{src: "p999 <= 0.02ms", want: true},
+		{src: "p9999 < 1s", want: true},
+		{src: "one_way_p50 == 2us", want: true},
+		{src: "one_way_p99 == p99 / 2", want: true},
+		{src: "bw_gbps >= 0.9 * link_gbps", want: true},
+		{src: "bw_gbps >= 0.95 * link_gbps", want: false},
+		{src: "bw_gib > 10", want: true},
+		{src: "msg_rate > 1e6", want: true},
+		{src: "errors == 0", want: true},
+		{src: "retries == 0", want: false},
+		{src: "retries <= 3", want: true},
+		{src: "size == 4KiB", want: true},
+		{src: "size == 4096 && size < 4.1KB", want: true},
+		{src: "qps == 4", want: true},
+		{src: `mode == "event"`, want: true},
+		{src: `op in ["write", "write_imm"]`, want: true},
+		{src: "link_gbps == 100", want: true},
+		{src: `counter("rnr_nak_retry_err") == 2`, want: true},
+		{src: `counter("nope") == 0`, err: `threshold "counter(\"nope\") == 0": address nope: no counter`},
+		// Builtins that do not clash with names still work.
+		{src: "abs(p99 - p50) < 5us", want: true},
+		{src: `size < 1024 || p99 < 10us`, want: true},
+	} {
+		th, err := CompileThreshold(tc.src)
+		if err != nil {
+			if tc.err != "" && strings.HasPrefix(err.Error(), tc.err) {
+				continue
+			}
+			t.Errorf("CompileThreshold(%q): %v", tc.src, err)
+			continue
+		}
+		got, err := th.Eval(sample())
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("Eval(%q) error %v, want %q", tc.src, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("Eval(%q) = %v, %v; want %v", tc.src, got, err, tc.want)
+		}
+		if th.Source() != tc.src {
+			t.Errorf("Source() = %q, want %q", th.Source(), tc.src)
+		}
+	}
+}
+
+// A condition on a counter fails with an error, not a pass, when the run
+// recorded no counters.
+func TestEvalWithoutCounters(t *testing.T) {
+	th := MustCompileThreshold(`counter("x") == 0`)
+	_, err := th.Eval(Env{})
+	if err == nil || !strings.Contains(err.Error(), "recorded no port counters") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestThresholdNamesAndValues(t *testing.T) {
+	th := MustCompileThreshold(`p99 < 5us && bw_gbps > 0 || mode == "event" && counter("rnr_nak_retry_err") == 0 && counter("nope") == 0 && p99 > 0`)
+	if got, want := th.Names(), []string{"p99", "bw_gbps", "mode", "counter"}; !slices.Equal(got, want) {
+		t.Errorf("Names() = %v, want %v", got, want)
+	}
+	got := th.Values(sample())
+	want := map[string]float64{"p99": 8, "bw_gbps": 92.5, `counter("rnr_nak_retry_err")`: 2}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Values() = %v, want %v", got, want)
+	}
+	if k, both := th.kind(); !both || k != latencyRun {
+		t.Errorf("kind() = %v, %v; want latency and both", k, both)
+	}
+	if b, _ := th.MarshalText(); string(b) != th.Source() {
+		t.Errorf("MarshalText() = %s", b)
+	}
+	for name, unit := range map[string]string{"p99": "us", "bw_gbps": "Gb/s", "size": "B", "errors": "", "nope": ""} {
+		if got := Unit(name); got != unit {
+			t.Errorf("Unit(%q) = %q, want %q", name, got, unit)
+		}
+	}
+}
+
+// envNames documents every field of Env, in the struct's order.
+func TestEnvNamesMatchStruct(t *testing.T) {
+	var fields []string
+	typ := reflect.TypeFor[Env]()
+	for i := range typ.NumField() {
+		fields = append(fields, typ.Field(i).Tag.Get("expr"))
+	}
+	if got := knownNames(); !slices.Equal(got, fields) {
+		t.Errorf("envNames %v\nEnv fields %v", got, fields)
+	}
+	for _, n := range envNames {
+		if n.doc == "" {
+			t.Errorf("%s has no doc", n.name)
+		}
+	}
+}
+
+func TestNewEnv(t *testing.T) {
+	gid := rdma.GIDAddr(net.ParseIP("::ffff:10.0.0.1"))
+	side := func(hw map[string]uint64, c map[string]uint64) rdma.SideSummary {
+		return rdma.SideSummary{Counters: portstats.Deltas{HWCounters: hw, Counters: c}}
+	}
+	res := &rdma.Result{
+		Spec: rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Mode: rdma.ModeEvent, Size: 64, QPs: 2},
+		Latency: &rdma.LatencyStats{
+			RTT:    rdma.Summary{Min: 1000, Max: 9000, Mean: 2500, Stddev: 300, P50: 2000, P90: 3000, P99: 5000, P999: 7000, P9999: 8000},
+			OneWay: &rdma.Summary{P50: 1000, P99: 2500},
+		},
+		Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{
+			{BytesPerSecond: 1.25e9, MessagesPerSec: 1000},
+			{BytesPerSecond: 1 << 30, MessagesPerSec: 500},
+		}},
+		Requester: rdma.EndpointInfo{Device: "rxe0", Port: 1, GID: gid},
+		Responder: rdma.EndpointInfo{Device: "rxe1", Port: 1, GID: rdma.GIDAddr(net.ParseIP("::ffff:10.0.0.2"))},
+		Sides: []rdma.SideSummary{
+			side(map[string]uint64{"rcvd_seq_err": 2, "duplicate_request": 1, "sent_pkts": 100}, nil),
+			side(map[string]uint64{"rnr_nak_retry_err": 4, "duplicate_request": 1}, map[string]uint64{"port_xmit_data": 7}),
+		},
+	}
+	e := NewEnv(res, 25)
+	want := Env{
+		Min: 1, Max: 9, Mean: 2.5, Stddev: 0.3, P50: 2, P90: 3, P99: 5, P999: 7, P9999: 8,
+		OneWayP50: 1, OneWayP99: 2.5,
+		BwGbps: 10 + float64(1<<30)*8/1e9, BwGiB: 1.25e9/(1<<30) + 1, MsgRate: 1500,
+		Retries: 8, Size: 64, QPs: 2, Mode: "event", Op: "send", LinkGbps: 25,
+	}
+	got := e
+	got.Counter = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("NewEnv =\n%+v\nwant\n%+v", got, want)
+	}
+	for name, want := range map[string]int{"duplicate_request": 2, "hw_counters/duplicate_request": 2, "port_xmit_data": 7, "counters/port_xmit_data": 7, "sent_pkts": 100} {
+		if v, err := e.Counter(name); err != nil || v != want {
+			t.Errorf("counter(%q) = %d, %v; want %d", name, v, err, want)
+		}
+	}
+	for _, name := range []string{"nope", "counters/sent_pkts", "hw_counters/port_xmit_data"} {
+		if _, err := e.Counter(name); err == nil {
+			t.Errorf("counter(%q): no error", name)
+		}
+	}
+
+	// Both ends on one port: its counters already hold both ends' traffic.
+	res.Responder = res.Requester
+	if e := NewEnv(res, 25); e.Retries != 3 {
+		t.Errorf("one port: retries %d, want 3 (counted once)", e.Retries)
+	}
+	if v, _ := NewEnv(res, 25).Counter("duplicate_request"); v != 1 {
+		t.Errorf("one port: duplicate_request %d, want 1", v)
+	}
+
+	// Nothing measured: zeros, and counter() is an error rather than 0.
+	e = NewEnv(nil, 10)
+	if e.LinkGbps != 10 || e.P99 != 0 || e.BwGbps != 0 {
+		t.Errorf("NewEnv(nil) = %+v", e)
+	}
+	if _, err := e.Counter("x"); err == nil {
+		t.Error("counter on an empty result gave no error")
+	}
+}
+
+func TestAddClamped(t *testing.T) {
+	if got := addClamped(math.MaxInt-1, 5); got != math.MaxInt {
+		t.Errorf("addClamped overflowed: %d", got)
+	}
+}
+
+func FuzzCompileThreshold(f *testing.F) {
+	for _, s := range []string{
+		"p99 < 5us", "p99 < 5us && errors == 0", "bw_gbps >= 0.9 * link_gbps", `counter("x") == 0`,
+		"p50 < 1.5ms || mode == 'event'", "p9999 < 1_000ns", "5us", `"unterminated`, "let x = 1; x > p99",
+		"map([1,2], # * 2)[0] == 2", "abs(-1) == 1", "p99 < 1e400us", "0x10 > size",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		th, err := CompileThreshold(src)
+		if err != nil {
+			if th != nil {
+				t.Fatal("error and a threshold")
+			}
+			return
+		}
+		// What compiles evaluates without panicking on any environment.
+		for _, env := range []Env{{}, sample()} {
+			_, _ = th.Eval(env)
+			_ = th.Values(env)
+		}
+	})
+}
