@@ -2,10 +2,15 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/rdma"
 
 	"github.com/rdmarun/rdmarun/runner/report"
 )
@@ -52,6 +57,11 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 			out.Status = report.Skipped
 			out.Error = "interrupted"
 			rep.Stopped = "interrupted (" + ctx.Err().Error() + ")"
+		case err != nil && environmental(err):
+			// Every later run would fail the same way.
+			out.Status = report.Errored
+			out.Error = err.Error()
+			rep.Stopped = stoppedEnvironment + err.Error()
 		case err != nil:
 			out.Status = report.Errored
 			out.Error = err.Error()
@@ -116,12 +126,34 @@ func envValues(env Env, names []string) map[string]float64 {
 	return out
 }
 
+const stoppedEnvironment = "environment unusable: "
+
+// environmental reports whether err means the environment, not the
+// fabric, failed: no device, no libibverbs, the locked-memory limit, or a
+// responder that cannot be reached or refuses this client.
+func environmental(err error) bool {
+	var pe *peer.Error
+	var ve *rdma.VerbsError
+	switch {
+	case errors.As(err, &pe) && (pe.Stage == "connecting" || pe.Stage == "handshake"):
+		return true
+	case errors.Is(err, rdma.ErrNoDevice), errors.Is(err, rdma.ErrNotSupported):
+		return true
+	case errors.As(err, &ve) && ve.Op == "ibv_reg_mr" && ve.Errno == syscall.ENOMEM:
+		return true
+	}
+	return false
+}
+
 // ExitStatus maps a report to rdmarun's exit codes: 0 all passed, 1 a
-// threshold failed, 5 a run did not finish or the scenario was
-// interrupted. Errors outrank failures: a run that did not finish says
-// less about the fabric than one that did.
+// threshold failed, 4 the environment is unusable (no device, memlock
+// limit, responder unreachable), 5 a run did not finish or the scenario
+// was interrupted. Errors outrank failures: a run that did not finish
+// says less about the fabric than one that did.
 func ExitStatus(rep *report.Report) int {
 	switch {
+	case strings.HasPrefix(rep.Stopped, stoppedEnvironment):
+		return 4
 	case rep.Summary.Errors > 0 || strings.HasPrefix(rep.Stopped, "interrupted"):
 		return 5
 	case rep.Summary.Failed > 0:

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Soft-RoCE under emulation moves about 0.1 Gb/s of a nominal 10 and
@@ -80,6 +81,31 @@ func TestRoCESweepEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		return b
+	}
+	// The real output must match the documented schema.
+	sf, err := os.Open("report/schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	schemaDoc, err := jsonschema.UnmarshalJSON(sf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := jsonschema.NewCompiler()
+	if err := comp.AddResource("schema.json", schemaDoc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := comp.Compile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(read("roce-sweep.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(inst); err != nil {
+		t.Errorf("the JSON report does not match report/schema.json:\n%v", err)
 	}
 	var back report.Report
 	if err := json.Unmarshal(read("roce-sweep.json"), &back); err != nil || back.Schema != report.Schema || len(back.Runs) != len(rep.Runs) {

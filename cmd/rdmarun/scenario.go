@@ -145,13 +145,13 @@ func (c *scenarioCmd) run(stdout, stderr io.Writer) error {
 		return &exitError{exitEnvironment, err}
 	}
 	if worst != exitOK {
-		return &exitError{worst, fmt.Errorf("%s", map[int]string{exitFailed: "a threshold failed", exitAborted: "a run did not finish"}[worst])}
+		return &exitError{worst, fmt.Errorf("%s", map[int]string{exitFailed: "a threshold failed", exitAborted: "a run did not finish", exitEnvironment: "the environment is unusable"}[worst])}
 	}
 	return nil
 }
 
 func worse(a, b int) int {
-	rank := map[int]int{exitOK: 0, exitFailed: 1, exitAborted: 2}
+	rank := map[int]int{exitOK: 0, exitFailed: 1, exitAborted: 2, exitEnvironment: 3}
 	if rank[b] > rank[a] {
 		return b
 	}

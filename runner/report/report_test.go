@@ -20,20 +20,21 @@ func fixture() *Report {
 		s := rdma.Summary{Count: 1000, Min: p50 * 0.8, Max: p99 * 2, Mean: p50 * 1.1, Stddev: p50 / 10, P50: p50, P90: p50 * 1.2, P99: p99, P999: p99 * 1.5, P9999: p99 * 1.9}
 		half := s.Half()
 		return &rdma.Result{
-			Spec:      rdma.TestSpec{Op: rdma.OpWrite, Size: size, QP: rdma.QPAttrs{MTU: 1024}},
+			Spec:      rdma.TestSpec{Op: rdma.OpWrite, Size: size, QP: rdma.QPAttrs{MTU: 1024}}.WithDefaults(),
 			Requester: rdma.EndpointInfo{Device: "rxe1"}, Responder: rdma.EndpointInfo{Device: "rxe0"},
 			Latency: &rdma.LatencyStats{RTT: s, OneWay: &half},
 		}
 	}
 	bw := func(size int, bps float64) *rdma.Result {
+		d := rdma.Direction{From: "rxe1", To: "rxe0", Messages: 100, Bytes: uint64(100 * size), Seconds: 1, BytesPerSecond: bps, MessagesPerSec: bps / float64(size)}
 		return &rdma.Result{
-			Spec:      rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: size, QP: rdma.QPAttrs{MTU: 1024}},
+			Spec:      rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: size, QP: rdma.QPAttrs{MTU: 1024}}.WithDefaults(),
 			Requester: rdma.EndpointInfo{Device: "rxe1"}, Responder: rdma.EndpointInfo{Device: "rxe0"},
-			Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{{From: "rxe1", To: "rxe0", Messages: 100, Bytes: uint64(100 * size), Seconds: 1, BytesPerSecond: bps, MessagesPerSec: bps / float64(size)}}},
+			Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{d}, PerQP: [][]rdma.Direction{{d}}},
 		}
 	}
 	spec := func(m rdma.Measure, size, qps int, mode rdma.Mode) rdma.TestSpec {
-		return rdma.TestSpec{Op: rdma.OpWrite, Measure: m, Size: size, QPs: qps, Mode: mode, Iterations: 1000}
+		return rdma.TestSpec{Op: rdma.OpWrite, Measure: m, Size: size, QPs: qps, Mode: mode, Iterations: 1000}.WithDefaults()
 	}
 	r := &Report{
 		Schema: Schema, Tool: "rdmarun test", Scenario: "fixture", File: "scenarios/fixture.yaml", Peer: "loopback",
