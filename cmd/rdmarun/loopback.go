@@ -34,6 +34,7 @@ type loopbackCmd struct {
 	spec                      rdma.TestSpec
 	duration, stall           time.Duration
 	asJSON                    bool
+	sizesSet, itersSet        bool
 	peer                      string
 	tokenFile                 string
 	tls                       ctrl.TLSConfig
@@ -57,8 +58,8 @@ func newLoopbackCmd(app *kingpin.Application) *loopbackCmd {
 	cmd.Flag("peer-device", "Responder device (loopback default: the requester's; remote default: the responder's own).").StringVar(&c.peerDevice)
 	cmd.Flag("port", "Port number on both devices.").Default("1").IntVar(&c.port)
 	cmd.Flag("gid-index", "GID index on both devices, or auto (IPv4 RoCE v2 first).").Default("auto").StringVar(&c.gidIndex)
-	cmd.Flag("sizes", "Message sizes, comma separated, with units (2,64,4KiB). Default: 2 for latency, 64KiB for bandwidth, 8 for atomics.").StringVar(&c.sizes)
-	cmd.Flag("iters", "Round trips (latency) or messages per QP (bandwidth). Default 1000 / 5000.").IntVar(&s.Iterations)
+	cmd.Flag("sizes", "Message sizes, comma separated, with units (2,64,4KiB). Default: 2 for latency, 64KiB for bandwidth, 8 for atomics.").IsSetByUser(&c.sizesSet).StringVar(&c.sizes)
+	cmd.Flag("iters", "Round trips (latency) or messages per QP (bandwidth). Default 1000 / 5000.").IsSetByUser(&c.itersSet).IntVar(&s.Iterations)
 	cmd.Flag("duration", "Run for this long instead of a number of iterations.").DurationVar(&c.duration)
 	cmd.Flag("warmup", "Latency round trips before the measured ones (default: 10% of iterations, at most 100).").IntVar(&s.Warmup)
 	cmd.Flag("qps", "Queue pairs.").Default("1").IntVar(&s.QPs)
@@ -126,8 +127,19 @@ func (c *loopbackCmd) parse() (rdma.TestSpec, []int, int, error) {
 			s.CPUs = append(s.CPUs, n)
 		}
 	}
+	// A zero here would silently become the engine's default.
+	switch {
+	case c.itersSet && s.Iterations < 1:
+		return s, nil, 0, fmt.Errorf("--iters %d: want at least 1", s.Iterations)
+	case s.QPs < 1:
+		return s, nil, 0, fmt.Errorf("--qps %d: want at least 1", s.QPs)
+	case s.Threads < 1:
+		return s, nil, 0, fmt.Errorf("--threads %d: want at least 1", s.Threads)
+	case c.itersSet && c.duration > 0:
+		return s, nil, 0, errors.New("--iters and --duration: give one, not both")
+	}
 	var sizes []int
-	if c.sizes != "" {
+	if c.sizesSet || c.sizes != "" {
 		if sizes, err = parseSizes(c.sizes); err != nil {
 			return s, nil, 0, err
 		}

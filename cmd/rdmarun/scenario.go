@@ -101,7 +101,12 @@ func (c *scenarioCmd) validate(w io.Writer) error {
 		return &exitError{exitInvalid, err}
 	}
 	for i, sc := range scs {
-		fmt.Fprintf(w, "%s: scenario %s is valid: %d runs\n", c.files[i], sc.Name, len(sc.Runs()))
+		n := len(sc.Runs())
+		plural := "s"
+		if n == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(w, "%s: scenario %s is valid: %d run%s\n", c.files[i], sc.Name, n, plural)
 	}
 	return nil
 }
