@@ -1,0 +1,237 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+func TestLoadGood(t *testing.T) {
+	c, err := Load("testdata/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defQP := QP{Type: rdma.RC, RetryCnt: 3}
+	want := &Config{
+		Modules: map[string]Module{
+			"default": {Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Sizes: []int{2}, QP: defQP, Count: 10, Interval: 15 * time.Second, Timeout: 5 * time.Second},
+			"rc_read": {
+				Op: rdma.OpRead, Mode: rdma.ModeBusyPoll, Sizes: []int{2, 4096, 65536},
+				QP:    QP{Type: rdma.RC, Timeout: 14, RetryCnt: 5, RNRRetry: 6, MTU: 1024},
+				Count: 20, Interval: 30 * time.Second, Timeout: 2 * time.Second,
+				Bandwidth: &Bandwidth{Size: 1 << 20, Duration: 2 * time.Second, Interval: 10 * time.Minute},
+			},
+			"uc_send": {
+				Op: rdma.OpSend, Mode: rdma.ModeEvent, Sizes: []int{64}, QP: QP{Type: rdma.UC, RetryCnt: 3},
+				Count: 10, Interval: 15 * time.Second, Timeout: 5 * time.Second,
+				Bandwidth: &Bandwidth{Size: 1 << 20, Duration: time.Second, Interval: 5 * time.Minute},
+			},
+			// An atomic's default size is its only legal one.
+			"atomic": {Op: rdma.OpFetchAdd, Mode: rdma.ModeEvent, Sizes: []int{8}, QP: defQP, Count: 10, Interval: 15 * time.Second, Timeout: 5 * time.Second},
+		},
+		Targets: Targets{
+			Static: []Target{
+				{Name: "node-a", Address: "10.0.0.1:18520", Module: "default"},
+				{Name: "node-b", Address: "[fd00::2]:18520", Module: "rc_read", Device: "mlx5_0"},
+			},
+			Files: []string{"testdata/targets.d/rack1.yml", "/etc/rdma_exporter/rack2.yml"},
+			DNS: []DNSTarget{
+				{Name: "_rdma._tcp.svc.local", Module: "default", Refresh: 30 * time.Second},
+				{Name: "rdma-peers.ns.svc.cluster.local", Port: 18520, Module: "uc_send", Device: "rxe0", Refresh: time.Minute},
+			},
+			MaxProbesPerSecond: 5,
+			Jitter:             0.25,
+		},
+		Responder: Responder{
+			Listen: "127.0.0.1:9999", Device: "rxe0", TokenFile: "testdata/token",
+			TLS: TLS{CertFile: "testdata/tls/cert.pem", KeyFile: "testdata/tls/key.pem", ClientCAFile: "/etc/ca.pem"},
+		},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("Load(good.yml) =\n%+v\nwant\n%+v", c, want)
+	}
+	if !c.Targets.DNS[0].SRV() || c.Targets.DNS[1].SRV() {
+		t.Error("SRV(): want the _rdma._tcp name only")
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	for _, in := range []string{"", "modules:\n", "targets: {}\nresponder: {}\n"} {
+		c, err := Parse([]byte(in))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", in, err)
+		}
+		if c.Targets.MaxProbesPerSecond != 10 || c.Targets.Jitter != 0.1 {
+			t.Errorf("Parse(%q) targets = %+v, want rate 10, jitter 0.1", in, c.Targets)
+		}
+		if want := (Responder{Enabled: true, Listen: ":18520"}); c.Responder != want {
+			t.Errorf("Parse(%q) responder = %+v, want %+v", in, c.Responder, want)
+		}
+	}
+}
+
+func TestLoadBadConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"unknown-key", "yaml: unmarshal errors:\n  line 4: field sizez not found in type config.plain"},
+		{"top-level-key", "yaml: unmarshal errors:\n  line 1: field module not found in type config.plain"},
+		{"bad-size-unit", `module "m": size "4XB" is not a whole number with an optional unit (B, KiB, MiB, GiB, KB, MB, GB)`},
+		{"unknown-module", `target "n1": module "c" is not defined; modules: a, b`},
+		{"dns-unknown-module", `dns target "_rdma._tcp.example": module "x" is not defined; modules: m`},
+		{"timeout-interval", `module "m": timeout 5s must be shorter than interval 5s`},
+		{"bad-op", `module "m": unknown op "writ"; want one of send, send_imm, write, write_imm, read, fetch_add, cmp_swap`},
+		{"read-uc", `module "rd": latency 2B: op read needs a response from the target, and UC has none; use qp_type rc`},
+		{"write-event", `module "m": latency 2B: op write, measure latency, mode event: an RDMA WRITE makes no completion at its target, so its arrival can only be seen by polling memory; use op write_imm for event mode`},
+		{"atomic-size", `module "m": latency 16B: op cmp_swap works on one 8-byte word; size must be 8, not 16`},
+		{"retry-cnt", `module "m": qp: retry_cnt 0 is outside 1..7`},
+		{"bad-duration", "yaml: unmarshal errors:\n  line 3: cannot unmarshal !!int `15` into time.Duration"},
+		{"bandwidth-interval", `module "m": bandwidth: interval 30s is shorter than 1m0s; a bandwidth probe fills the link while it runs`},
+		{"bandwidth-duration", `module "m": bandwidth: duration 5m0s must be positive and shorter than interval 5m0s`},
+		{"jitter", `targets: jitter 0.7 is outside 0..0.5`},
+		{"dns-no-port", `dns target "peers.example": port is required for an A/AAAA name (1..65535); only SRV names (_service._proto.domain) carry their own`},
+		{"static-no-port", `target "n1": address "10.0.0.1" must be host:port (missing port in address)`},
+		{"duplicate-target", `targets: duplicate target name "n1"`},
+		{"tls-half", `responder: tls: cert_file and key_file go together`},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			path := "testdata/invalid-" + tc.file + ".yml"
+			c, err := Load(path)
+			if err == nil {
+				t.Fatalf("Load(%s) = %+v, want error", path, c)
+			}
+			if want := "config " + path + ": " + tc.want; err.Error() != want {
+				t.Errorf("Load(%s) error:\n got %q\nwant %q", path, err, want)
+			}
+		})
+	}
+}
+
+// Every invalid-*.yml must have a row above, or a new file would pass
+// unchecked.
+func TestEveryInvalidFileIsTested(t *testing.T) {
+	src, err := os.ReadFile("config_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("testdata/invalid-*.yml")
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "invalid-"), ".yml")
+		if !strings.Contains(string(src), `{"`+name+`", `) {
+			t.Errorf("%s has no row in TestLoadBadConfigs", f)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	if _, err := Load("testdata/no-such.yml"); !os.IsNotExist(err) {
+		t.Errorf("Load(missing) error = %v, want not-exist", err)
+	}
+}
+
+func TestSpecsPassCheck(t *testing.T) {
+	c, err := Load("testdata/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := c.Modules["rc_read"].Specs()
+	if len(specs) != 4 {
+		t.Fatalf("rc_read: %d specs, want 3 latency + 1 bandwidth", len(specs))
+	}
+	for i, size := range []int{2, 4096, 65536} {
+		s := specs[i]
+		if s.Measure != rdma.MeasureLatency || s.Size != size || s.Iterations != 20 || s.Op != rdma.OpRead || s.Mode != rdma.ModeBusyPoll {
+			t.Errorf("spec %d = %v, want read latency of %d bytes x20 in busy_poll", i, s, size)
+		}
+		if s.StallTimeout != rdma.Duration(2*time.Second) {
+			t.Errorf("spec %d stall timeout %v, want the module timeout 2s", i, time.Duration(s.StallTimeout))
+		}
+		if want := (rdma.QPAttrs{MTU: 1024, Timeout: 14, RetryCnt: 5, RNRRetry: 6}); s.QP != want {
+			t.Errorf("spec %d qp = %+v, want %+v", i, s.QP, want)
+		}
+	}
+	bw := specs[3]
+	if bw.Measure != rdma.MeasureBandwidth || bw.Size != 1<<20 || bw.Duration != rdma.Duration(2*time.Second) {
+		t.Errorf("bandwidth spec = %v", bw)
+	}
+	for name, m := range c.Modules {
+		for _, s := range m.Specs() {
+			if err := s.WithDefaults().Check(); err != nil {
+				t.Errorf("module %s: %v", name, err)
+			}
+		}
+	}
+}
+
+func TestLoadTargetFile(t *testing.T) {
+	ts, err := LoadTargetFile("testdata/targets.d/rack1.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Target{
+		{Name: "rack1-n1", Address: "10.1.0.1:18520", Module: "default"},
+		{Name: "rack1-n2", Address: "rack1-n2.example:18520", Module: "rc_read", Device: "mlx5_1"},
+	}
+	if !reflect.DeepEqual(ts, want) {
+		t.Errorf("LoadTargetFile = %+v, want %+v", ts, want)
+	}
+	c, err := Load("testdata/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckTargets(ts); err != nil {
+		t.Errorf("CheckTargets: %v", err)
+	}
+	ts[0].Module = "gone"
+	if err, want := c.CheckTargets(ts), `target "rack1-n1": module "gone" is not defined; modules: atomic, default, rc_read, uc_send`; err == nil || err.Error() != want {
+		t.Errorf("CheckTargets error = %v, want %q", err, want)
+	}
+}
+
+func TestLoadTargetFileBad(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"dup", `duplicate target name "a"`},
+		{"key", "yaml: unmarshal errors:\n  line 1: field addr not found in type config.plain"},
+		{"port", `target "a": address "10.0.0.1" must be host:port (missing port in address)`},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			path := "testdata/targets-invalid-" + tc.file + ".yml"
+			_, err := LoadTargetFile(path)
+			if want := "targets file " + path + ": " + tc.want; err == nil || err.Error() != want {
+				t.Errorf("LoadTargetFile(%s) error:\n got %v\nwant %s", path, err, want)
+			}
+		})
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yml")
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b)
+		if err != nil {
+			return
+		}
+		// What loads must run: the load-time check is the only one.
+		for name, m := range c.Modules {
+			for _, s := range m.Specs() {
+				if err := s.WithDefaults().Check(); err != nil {
+					t.Errorf("module %s loaded but its spec fails: %v", name, err)
+				}
+			}
+		}
+	})
+}
