@@ -29,8 +29,19 @@ type LatencyStats struct {
 	RTT    Summary  `json:"rtt"`
 	OneWay *Summary `json:"one_way,omitempty"`
 	// Histogram holds every measured sample (1 ns to 60 s, 3 significant
-	// digits), for exporters and percentile plots.
+	// digits), for percentile plots.
 	Histogram *hdrhistogram.Histogram `json:"-"`
+	// Buckets lists the samples compactly, only the non-empty 0.1%-wide
+	// buckets in rising order: what an exporter feeds its histograms with,
+	// without walking the HDR histogram's whole range per probe.
+	Buckets []Bucket `json:"-"`
+}
+
+// Bucket is a latency value (the middle of a 0.1%-wide bucket, ns) and
+// how many samples fell there.
+type Bucket struct {
+	Ns    int64
+	Count uint64
 }
 
 // Direction is the traffic one way across the pair.

@@ -100,6 +100,11 @@ func Assemble(spec TestSpec, reqInfo, respInfo EndpointInfo, req, resp *SideResu
 		addBuckets(h, req.hist)
 		rtt := summaryOf(req.lat, h)
 		res.Latency = &LatencyStats{RTT: rtt, Histogram: h}
+		for i, c := range req.hist {
+			if c > 0 {
+				res.Latency.Buckets = append(res.Latency.Buckets, Bucket{Ns: min(bucketValue(i), histMax), Count: c})
+			}
+		}
 		if spec.Op.OneWay() {
 			half := rtt.Half()
 			res.Latency.OneWay = &half

@@ -1,0 +1,204 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+var key = Key{Device: "rxe1", Port: 1, Target: "10.0.0.1:18520", Op: rdma.OpWrite, Size: 2, Mode: rdma.ModeEvent}
+
+// latencyResult is a result whose histogram holds the given samples (ns).
+func latencyResult(samples ...int64) *rdma.Result {
+	l := &rdma.LatencyStats{}
+	for _, s := range samples {
+		l.Buckets = append(l.Buckets, rdma.Bucket{Ns: s, Count: 1})
+	}
+	return &rdma.Result{Latency: l}
+}
+
+func TestProbeSuccess(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.Init(key, false)
+	tr := func(context.Context, string, rdma.TestSpec) (*rdma.Result, error) {
+		return latencyResult(1500, 1600, 25000), nil
+	}
+	if err := ProbeRDMA(context.Background(), tr, m, key, key.Target, rdma.TestSpec{Op: rdma.OpWrite}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP rdma_probe_success Whether the last probe succeeded (1) or not (0).
+# TYPE rdma_probe_success gauge
+rdma_probe_success{device="rxe1",mode="event",op="write",port="1",size_bytes="2",target="10.0.0.1:18520"} 1
+`
+	if err := testutil.CollectAndCompare(reg, strings.NewReader(want), "rdma_probe_success"); err != nil {
+		t.Error(err)
+	}
+	if h := testutil.ToFloat64(m.probes.WithLabelValues(append(key.values(), "success")...)); h != 1 {
+		t.Errorf("success count %v", h)
+	}
+	// Three samples: two at or below 2 us, one at or below 32 us.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "rdma_probe_latency_seconds" {
+			continue
+		}
+		hist := mf.GetMetric()[0].GetHistogram()
+		if hist.GetSampleCount() != 3 {
+			t.Errorf("%d samples, want 3", hist.GetSampleCount())
+		}
+		for _, b := range hist.GetBucket() {
+			switch b.GetUpperBound() {
+			case 2e-6:
+				if b.GetCumulativeCount() != 2 {
+					t.Errorf("le=2us holds %d, want 2", b.GetCumulativeCount())
+				}
+			case 32e-6:
+				if b.GetCumulativeCount() != 3 {
+					t.Errorf("le=32us holds %d, want 3", b.GetCumulativeCount())
+				}
+			}
+		}
+	}
+	if n := testutil.CollectAndCount(reg, "rdma_probe_latency_seconds"); n != 1 {
+		t.Errorf("%d latency series", n)
+	}
+	if problems, err := testutil.CollectAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", err, problems)
+	}
+}
+
+func TestProbeFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		delay  time.Duration
+		result string
+		status string
+	}{
+		{name: "retry exceeded", err: &rdma.CompletionError{Status: rdma.WCRetryExcErr}, result: "completion_error", status: "RETRY_EXC_ERR"},
+		{name: "remote access", err: fmt.Errorf("wrapped: %w", &rdma.CompletionError{Status: rdma.WCRemAccessErr}), result: "completion_error", status: "REM_ACCESS_ERR"},
+		{name: "stall", err: &rdma.StallError{}, result: "timeout"},
+		{name: "deadline", delay: time.Second, result: "timeout"},
+		{name: "other", err: errors.New("responder refused"), result: "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m := NewMetrics(reg)
+			m.Init(key, false)
+			tr := func(ctx context.Context, _ string, spec rdma.TestSpec) (*rdma.Result, error) {
+				if spec.StallTimeout > rdma.Duration(50*time.Millisecond) {
+					t.Errorf("stall timeout %v not below half the probe timeout", time.Duration(spec.StallTimeout))
+				}
+				if tc.delay > 0 {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return nil, tc.err
+			}
+			start := time.Now()
+			err := ProbeRDMA(context.Background(), tr, m, key, key.Target, rdma.TestSpec{Op: rdma.OpWrite}, 100*time.Millisecond)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("probe took %v with a 100 ms timeout", took)
+			}
+			if v := testutil.ToFloat64(m.success.WithLabelValues(key.values()...)); v != 0 {
+				t.Errorf("success %v", v)
+			}
+			if v := testutil.ToFloat64(m.probes.WithLabelValues(append(key.values(), tc.result)...)); v != 1 {
+				t.Errorf("%s count %v", tc.result, v)
+			}
+			if tc.status != "" {
+				if v := testutil.ToFloat64(m.compErrs.WithLabelValues(append(key.values(), tc.status)...)); v != 1 {
+					t.Errorf("completion errors{status=%s} = %v", tc.status, v)
+				}
+			}
+			if tc.result == "timeout" {
+				if v := testutil.ToFloat64(m.timeouts.WithLabelValues(key.values()...)); v != 1 {
+					t.Errorf("timeouts %v", v)
+				}
+			}
+		})
+	}
+}
+
+// TestInitCreatesSeries: every series a dashboard or alert reads exists
+// at 0 before the first probe.
+func TestInitCreatesSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.Init(key, false)
+	for name, want := range map[string]int{
+		"rdma_probe_completion_errors_total": 2, // RETRY_EXC_ERR, RNR_RETRY_EXC_ERR
+		"rdma_probe_timeouts_total":          1,
+		"rdma_probe_success":                 1,
+		"rdma_probes_total":                  4,
+		"rdma_probe_latency_seconds":         1,
+	} {
+		if n := testutil.CollectAndCount(reg, name); n != want {
+			t.Errorf("%s: %d series, want %d", name, n, want)
+		}
+	}
+}
+
+func TestBandwidthRecorded(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	k := key
+	k.Size = 1 << 20
+	m.Init(k, true)
+	res := &rdma.Result{Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{{BytesPerSecond: 1.5e9}}}}
+	m.Record(k, res, nil, time.Second, time.Unix(1700000000, 0))
+	if v := testutil.ToFloat64(m.bandwidth.WithLabelValues(k.values()...)); v != 1.5e9 {
+		t.Errorf("bandwidth %v", v)
+	}
+	if v := testutil.ToFloat64(m.lastOK.WithLabelValues(k.values()...)); v != 1700000000 {
+		t.Errorf("last success %v", v)
+	}
+}
+
+// BenchmarkProbeRound probes 1,000 targets once each through a fake
+// transport that returns 100 latency samples: the cost of the metrics
+// side of a probe round, per target.
+func BenchmarkProbeRound(b *testing.B) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	samples := make([]int64, 100)
+	for i := range samples {
+		samples[i] = int64(2000 + i*37)
+	}
+	res := latencyResult(samples...)
+	tr := func(context.Context, string, rdma.TestSpec) (*rdma.Result, error) { return res, nil }
+	keys := make([]Key, 1000)
+	for i := range keys {
+		keys[i] = key
+		keys[i].Target = fmt.Sprintf("10.1.%d.%d:18520", i/250, i%250)
+		m.Init(keys[i], false)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for _, k := range keys {
+			_ = ProbeRDMA(context.Background(), tr, m, k, k.Target, rdma.TestSpec{Op: rdma.OpWrite}, time.Second)
+		}
+	}
+	b.StopTimer()
+	start := time.Now()
+	if _, err := reg.Gather(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(time.Since(start).Microseconds()), "us/scrape")
+}
