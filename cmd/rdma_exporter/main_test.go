@@ -1,0 +1,146 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestConfigCheck(t *testing.T) {
+	if code := run([]string{"--config.file=../../exporter/config/testdata/good.yml", "--config.check"}); code != 0 {
+		t.Errorf("good config: exit %d", code)
+	}
+	if code := run([]string{"--config.file=../../exporter/config/testdata/invalid-read-uc.yml", "--config.check"}); code != 3 {
+		t.Errorf("invalid config: exit %d, want 3", code)
+	}
+	if code := run([]string{"--no-such-flag"}); code != 3 {
+		t.Errorf("bad flag: exit %d, want 3", code)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServe runs the daemon against a target where nothing listens (the
+// verbs side is tested in the testbed; here only the HTTP side, metrics
+// creation, /probe and reload are checked), then stops it with SIGTERM.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "rdma_exporter.yml")
+	good := "modules:\n  default: {interval: 1s, timeout: 500ms}\ntargets:\n  static:\n    - {name: dead, address: 127.0.0.1:1, module: default}\nresponder: {enabled: false}\n"
+	if err := os.WriteFile(cfgFile, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run([]string{"--config.file=" + cfgFile, "--web.listen-address=" + addr, "--log.level=error"})
+	}()
+	base := "http://" + addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if resp, err := http.Get(base + "/metrics"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the exporter did not serve /metrics within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	code, body := get(t, base+"/metrics")
+	for _, want := range []string{
+		"rdma_exporter_build_info{",
+		"rdma_exporter_config_last_reload_successful 1",
+		`rdma_probe_success{device=`,
+		`target="dead"`,
+		`rdma_probe_completion_errors_total{`,
+		`status="RETRY_EXC_ERR"`,
+		"rdma_port_collector_errors",
+	} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics (%d) lacks %q", code, want)
+		}
+	}
+	if code, _ := get(t, base+"/probe"); code != http.StatusBadRequest {
+		t.Errorf("/probe without target: %d", code)
+	}
+	if code, body := get(t, base+"/probe?target=127.0.0.1:1&module=nope"); code != http.StatusBadRequest || !strings.Contains(body, `unknown module "nope"`) {
+		t.Errorf("/probe with an unknown module: %d %s", code, body)
+	}
+	code, body = get(t, base+"/probe?target=127.0.0.1:1&module=default")
+	if code != 200 || !strings.Contains(body, `rdma_probe_success{device=`) || !strings.Contains(body, "} 0") {
+		t.Errorf("/probe of a dead target: %d\n%s", code, body)
+	}
+	if code, _ := get(t, base+"/"); code != 200 {
+		t.Errorf("landing page: %d", code)
+	}
+
+	// A bad file on reload keeps the old configuration.
+	if err := os.WriteFile(cfgFile, []byte("modules: {default: {op: teleport}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(base+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("reload of a bad file: %d", resp.StatusCode)
+	}
+	if _, body := get(t, base+"/metrics"); !strings.Contains(body, "rdma_exporter_config_last_reload_successful 0") || !strings.Contains(body, `target="dead"`) {
+		t.Error("after a failed reload: want the failure reported and the old targets kept")
+	}
+	if err := os.WriteFile(cfgFile, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		if _, body := get(t, base+"/metrics"); strings.Contains(body, "rdma_exporter_config_last_reload_successful 1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("SIGHUP did not reload the fixed file")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Errorf("exit %d after SIGTERM", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the exporter did not stop within 10 s of SIGTERM")
+	}
+}
