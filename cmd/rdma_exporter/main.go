@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -93,7 +92,7 @@ func run(args []string) int {
 	if e.device == "" {
 		e.device = activeDevice()
 	}
-	token, err := readToken(cfg.Responder.TokenFile)
+	token, err := ctrl.ReadToken(cfg.Responder.TokenFile)
 	if err != nil {
 		logger.Error("token", "err", err)
 		return 3
@@ -188,17 +187,6 @@ func activeDevice() string {
 		}
 	}
 	return ""
-}
-
-func readToken(file string) (string, error) {
-	if file == "" {
-		return os.Getenv("RDMARUN_TOKEN"), nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
 }
 
 func (e *exporter) transport(ctx context.Context, target string, spec rdma.TestSpec) (*rdma.Result, error) {

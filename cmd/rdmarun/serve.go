@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -55,18 +54,11 @@ func addTokenFlag(cmd *kingpin.CmdClause, dst *string) {
 	cmd.Flag("token-file", "File holding the shared token (or set RDMARUN_TOKEN). The token is proved by challenge-response, never sent.").StringVar(dst)
 }
 
-// readToken returns the token from the file, or from RDMARUN_TOKEN.
+// readToken is ctrl.ReadToken with the flag's name in its errors.
 func readToken(file string) (string, error) {
-	if file == "" {
-		return os.Getenv("RDMARUN_TOKEN"), nil
-	}
-	b, err := os.ReadFile(file)
+	t, err := ctrl.ReadToken(file)
 	if err != nil {
 		return "", fmt.Errorf("--token-file: %w", err)
-	}
-	t := strings.TrimSpace(string(b))
-	if t == "" {
-		return "", fmt.Errorf("--token-file %s is empty", file)
 	}
 	return t, nil
 }
