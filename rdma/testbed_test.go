@@ -267,6 +267,20 @@ func TestEffectiveAttrs(t *testing.T) {
 
 // TestPeerGoneCompletionError: the responder's QPs stop answering, and a
 // finite retry count ends the run with RETRY_EXC_ERR from the driver.
+// runAgainstGonePeer moves the responder's QPs to the error state, so
+// they stop answering, and runs spec; it returns the pair, how long the
+// run took and how it failed.
+func runAgainstGonePeer(t *testing.T, spec rdma.TestSpec) (*rdma.Pair, time.Duration, error) {
+	t.Helper()
+	p := newPair(t, "rxe1", "rxe0", spec)
+	if err := p.Responder.Fail(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := p.Run(context.Background(), spec)
+	return p, time.Since(start), err
+}
+
 func TestPeerGoneCompletionError(t *testing.T) {
 	testbedDevices(t)
 	for _, spec := range []rdma.TestSpec{
@@ -279,13 +293,7 @@ func TestPeerGoneCompletionError(t *testing.T) {
 		spec.StallTimeout = rdma.Duration(10 * time.Second)
 		spec.QP = rdma.QPAttrs{RetryCnt: 1, Timeout: 8}
 		t.Run(spec.Op.String()+"/"+spec.Measure.String()+"/"+spec.Mode.String(), func(t *testing.T) {
-			p := newPair(t, "rxe1", "rxe0", spec)
-			if err := p.Responder.Fail(); err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			_, err := p.Run(context.Background(), spec)
-			took := time.Since(start)
+			p, took, err := runAgainstGonePeer(t, spec)
 			var ce *rdma.CompletionError
 			if !errors.As(err, &ce) {
 				t.Fatalf("got %v, want a rdma.CompletionError", err)
@@ -315,13 +323,7 @@ func TestPeerGoneStall(t *testing.T) {
 		spec.StallTimeout = rdma.Duration(time.Second)
 		spec.QP = rdma.QPAttrs{RetryCnt: 7, Timeout: 8}
 		t.Run(spec.Op.String()+"/"+spec.Measure.String()+"/"+spec.Mode.String(), func(t *testing.T) {
-			p := newPair(t, "rxe1", "rxe0", spec)
-			if err := p.Responder.Fail(); err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			_, err := p.Run(context.Background(), spec)
-			took := time.Since(start)
+			_, took, err := runAgainstGonePeer(t, spec)
 			var se *rdma.StallError
 			if !errors.As(err, &se) {
 				t.Fatalf("got %v, want a rdma.StallError", err)
