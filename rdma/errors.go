@@ -14,6 +14,19 @@ var ErrNotSupported = errors.New("rdma: built without libibverbs (needs linux, c
 // ErrNoDevice means libibverbs found no RDMA device at all.
 var ErrNoDevice = errors.New("rdma: no RDMA device found")
 
+// PortDownError means the local port is not ACTIVE, so nothing was sent:
+// a cable, a switch port or (on RoCE) the netdev is down. Callers that
+// count failures keep it apart from an unanswered peer.
+type PortDownError struct {
+	Device string
+	Port   int
+	State  string // as the kernel names it, e.g. DOWN, INIT
+}
+
+func (e *PortDownError) Error() string {
+	return fmt.Sprintf("rdma: %s port %d is %s, not ACTIVE (check the link and `rdma link show`)", e.Device, e.Port, e.State)
+}
+
 // VerbsError is a failed verbs call. Errno keeps the kernel's answer so
 // callers can tell ENOMEM (memlock limit) from EINVAL (bad attribute).
 type VerbsError struct {

@@ -223,7 +223,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		return nil, err
 	}
 	if port.State != "ACTIVE" {
-		return nil, fmt.Errorf("rdma: %s port %d is %s, not ACTIVE (check the link and `rdma link show`)", cfg.Device, cfg.Port, port.State)
+		return nil, &PortDownError{Device: cfg.Device, Port: cfg.Port, State: port.State}
 	}
 	gid, err := port.SelectGID(cfg.GIDIndex)
 	if err != nil {

@@ -74,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, labelNames),
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rdma_probes_total",
-			Help: "Probes run, by result (success, completion_error, timeout, error).",
+			Help: "Probes run, by result (success, completion_error, timeout, port_down, error).",
 		}, append(labelNames[:len(labelNames):len(labelNames)], "result")),
 	}
 	reg.MustRegister(m.latency, m.bandwidth, m.compErrs, m.timeouts, m.success, m.lastOK, m.duration, m.probes)
@@ -116,9 +116,27 @@ func (m *Metrics) Init(k Key, bandwidth bool) {
 	m.success.WithLabelValues(v...)
 	m.lastOK.WithLabelValues(v...)
 	m.duration.WithLabelValues(v...)
-	for _, r := range []string{"success", "completion_error", "timeout", "error"} {
+	for _, r := range results {
 		m.probes.WithLabelValues(append(v, r)...)
 	}
+}
+
+// Forget deletes every series of k, whatever its status or result, so a
+// target that is no longer probed disappears from /metrics instead of
+// showing its last values forever. It returns how many series went.
+func (m *Metrics) Forget(k Key) int {
+	v := k.values()
+	match := make(prometheus.Labels, len(labelNames))
+	for i, n := range labelNames {
+		match[n] = v[i]
+	}
+	n := 0
+	for _, vec := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.latency, m.bandwidth, m.compErrs, m.timeouts, m.success, m.lastOK, m.duration, m.probes} {
+		n += vec.DeletePartialMatch(match)
+	}
+	return n
 }
 
 // Record files one probe's outcome under k: its samples or bandwidth on
@@ -130,6 +148,7 @@ func (m *Metrics) Record(k Key, res *rdma.Result, err error, took time.Duration,
 		m.success.WithLabelValues(v...).Set(0)
 		var ce *rdma.CompletionError
 		var se *rdma.StallError
+		var pd *rdma.PortDownError
 		switch {
 		case errors.As(err, &ce):
 			m.compErrs.WithLabelValues(append(v, ce.Status.String())...).Inc()
@@ -137,6 +156,8 @@ func (m *Metrics) Record(k Key, res *rdma.Result, err error, took time.Duration,
 		case errors.As(err, &se), errors.Is(err, errTimeout):
 			m.timeouts.WithLabelValues(v...).Inc()
 			m.probes.WithLabelValues(append(v, "timeout")...).Inc()
+		case errors.As(err, &pd):
+			m.probes.WithLabelValues(append(v, "port_down")...).Inc()
 		default:
 			m.probes.WithLabelValues(append(v, "error")...).Inc()
 		}
@@ -164,6 +185,11 @@ func (m *Metrics) Record(k Key, res *rdma.Result, err error, took time.Duration,
 		m.bandwidth.WithLabelValues(v...).Set(bps)
 	}
 }
+
+// results are the values of rdma_probes_total's result label. port_down
+// is a local port that is not ACTIVE: the probe sent nothing, and the
+// fault is on this node's side of the link.
+var results = []string{"success", "completion_error", "timeout", "port_down", "error"}
 
 // errTimeout marks a probe that its context's deadline ended.
 var errTimeout = errors.New("probe timed out")

@@ -91,6 +91,7 @@ func TestProbeFailures(t *testing.T) {
 		{name: "remote access", err: fmt.Errorf("wrapped: %w", &rdma.CompletionError{Status: rdma.WCRemAccessErr}), result: "completion_error", status: "REM_ACCESS_ERR"},
 		{name: "stall", err: &rdma.StallError{}, result: "timeout"},
 		{name: "deadline", delay: time.Second, result: "timeout"},
+		{name: "port down", err: fmt.Errorf("setup: %w", &rdma.PortDownError{Device: "rxe0", Port: 1, State: "DOWN"}), result: "port_down"},
 		{name: "other", err: errors.New("responder refused"), result: "error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,7 +146,7 @@ func TestInitCreatesSeries(t *testing.T) {
 		"rdma_probe_completion_errors_total": 2, // RETRY_EXC_ERR, RNR_RETRY_EXC_ERR
 		"rdma_probe_timeouts_total":          1,
 		"rdma_probe_success":                 1,
-		"rdma_probes_total":                  4,
+		"rdma_probes_total":                  5, // success, completion_error, timeout, port_down, error
 		"rdma_probe_latency_seconds":         1,
 	} {
 		if n := testutil.CollectAndCount(reg, name); n != want {
