@@ -176,9 +176,10 @@ var (
 	defaultDNSTarget = DNSTarget{Refresh: 30 * time.Second}
 )
 
-// minBandwidthInterval keeps bandwidth probes, which fill the link for
-// their duration, from becoming a load of their own.
-const minBandwidthInterval = time.Minute
+// maxBandwidthDuty keeps bandwidth probes, which fill the link for their
+// duration, from becoming a load of their own: a probe may take at most
+// this fraction of its interval.
+const maxBandwidthDuty = 10
 
 // Load reads and checks the configuration file at path. Relative paths in
 // it (target files, token and TLS files) are taken relative to the file's
@@ -429,11 +430,12 @@ func (m moduleYAML) module() (Module, error) {
 		if err != nil {
 			return Module{}, fmt.Errorf("bandwidth: %w", err)
 		}
-		if b.Interval < minBandwidthInterval {
-			return Module{}, fmt.Errorf("bandwidth: interval %v is shorter than %v; a bandwidth probe fills the link while it runs", b.Interval, minBandwidthInterval)
+		if b.Duration <= 0 {
+			return Module{}, fmt.Errorf("bandwidth: duration %v must be positive", b.Duration)
 		}
-		if b.Duration <= 0 || b.Duration >= b.Interval {
-			return Module{}, fmt.Errorf("bandwidth: duration %v must be positive and shorter than interval %v", b.Duration, b.Interval)
+		if b.Interval < maxBandwidthDuty*b.Duration {
+			return Module{}, fmt.Errorf("bandwidth: interval %v is shorter than %d x duration %v; a bandwidth probe fills the link while it runs, so it may take at most 1/%d of the time",
+				b.Interval, maxBandwidthDuty, b.Duration, maxBandwidthDuty)
 		}
 		out.Bandwidth = &Bandwidth{Size: size, Duration: b.Duration, Interval: b.Interval}
 	}
