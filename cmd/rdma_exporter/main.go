@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"sync"
 	"syscall"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/exporter/collector"
 	"github.com/rdmarun/rdmarun/exporter/config"
+	"github.com/rdmarun/rdmarun/exporter/discovery"
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -47,11 +49,33 @@ type exporter struct {
 	logger  *slog.Logger
 	sched   *prober.Scheduler
 	metrics *prober.Metrics
+	disc    *discovery.Metrics
 
-	mu     sync.Mutex
+	// reloadMu makes reloads (SIGHUP and HTTP at once) and the shutdown
+	// take turns, so one discovery runs at a time.
+	reloadMu   sync.Mutex
+	disco      *discovery.Discoverer // the last one started
+	discCancel context.CancelFunc
+	discDone   chan struct{}
+
+	mu   sync.Mutex
+	runs map[string]*targetRun // by target name
+}
+
+// targetRun is the probing of one target. Targets run apart so that a
+// change of the target set leaves the others' schedules alone: restarting
+// every job would push back each slow (bandwidth) probe by a new random
+// first delay at every DNS change.
+type targetRun struct {
+	jobs   []prober.Job
 	cancel context.CancelFunc
 	done   chan struct{}
 }
+
+// firstTargetsWait bounds the wait for a discovery's first target set. It
+// comes within discovery's lookup timeout; the bound only keeps a bug there
+// from stopping the exporter from serving.
+const firstTargetsWait = 30 * time.Second
 
 func run(args []string) int {
 	app := kingpin.New("rdma_exporter", "Probes RDMA peers continuously and exports latency, bandwidth, errors and port counters.")
@@ -69,6 +93,12 @@ func run(args []string) int {
 		return 3
 	}
 	logger := promslog.New(logConfig)
+	// Checked before anything starts: serving would otherwise begin only to
+	// fail later, and a broken file is bad input like a broken --config.file.
+	if err := web.Validate(*webFlags.WebConfigFile); err != nil {
+		logger.Error("invalid web configuration", "file", *webFlags.WebConfigFile, "err", err)
+		return 3
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector("rdma_exporter"), collectors.NewGoCollector(),
@@ -87,7 +117,7 @@ func run(args []string) int {
 	sc.RLock()
 	cfg := sc.C
 	sc.RUnlock()
-	e := &exporter{cfg: sc, file: *configFile, logger: logger}
+	e := &exporter{cfg: sc, file: *configFile, logger: logger, runs: map[string]*targetRun{}}
 	e.device = firstNonEmpty(*device, cfg.Responder.Device)
 	if e.device == "" {
 		e.device = activeDevice()
@@ -100,6 +130,7 @@ func run(args []string) int {
 	e.token = token
 	e.metrics = prober.NewMetrics(reg)
 	e.sched = prober.NewScheduler(reg, e.transport, e.metrics, cfg.Targets.Jitter, cfg.Targets.MaxProbesPerSecond, logger)
+	e.disc = discovery.NewMetrics(reg)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -109,10 +140,15 @@ func run(args []string) int {
 			return 4
 		}
 	}
-	e.start(ctx)
+	// The first scrape should see every target's series, so serving waits
+	// for the first set (a DNS lookup that hangs costs its timeout).
+	e.reloadMu.Lock()
+	e.waitFirst(ctx, e.startDiscovery(ctx))
+	e.reloadMu.Unlock()
 
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {
@@ -160,9 +196,10 @@ func run(args []string) int {
 	logger.Info("starting rdma_exporter", "version", version.Info(), "device", e.device)
 	if err := web.ListenAndServe(srv, webFlags, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Error("http server", "err", err)
+		e.shutdown()
 		return 4
 	}
-	e.stopProbes()
+	e.shutdown()
 	return 0
 }
 
@@ -196,58 +233,162 @@ func (e *exporter) transport(ctx context.Context, target string, spec rdma.TestS
 	return peer.Run(ctx, peer.ClientConfig{Addr: target, Token: e.token, Device: e.device, GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second}, spec)
 }
 
-// jobs lists one job per static target, module spec and size.
-func (e *exporter) jobs(cfg *config.Config) []prober.Job {
+// jobs lists a target's jobs: one per spec of its module.
+func (e *exporter) jobs(cfg *config.Config, t config.Target) []prober.Job {
 	var out []prober.Job
-	for _, t := range cfg.Targets.Static {
-		m := cfg.Modules[t.Module]
-		for _, spec := range m.Specs() {
-			interval := m.Interval
-			if spec.Measure == rdma.MeasureBandwidth && m.Bandwidth != nil {
-				interval = m.Bandwidth.Interval
-			}
-			k := prober.Key{Device: firstNonEmpty(t.Device, e.device), Port: 1, Target: t.Name, Op: spec.Op, Size: spec.WithDefaults().Size, Mode: spec.Mode}
-			out = append(out, prober.Job{Key: k, Target: t.Address, Spec: spec, Interval: interval, Timeout: m.Timeout})
+	m := cfg.Modules[t.Module]
+	for _, spec := range m.Specs() {
+		interval := m.Interval
+		if spec.Measure == rdma.MeasureBandwidth && m.Bandwidth != nil {
+			interval = m.Bandwidth.Interval
 		}
+		k := prober.Key{Device: firstNonEmpty(t.Device, e.device), Port: 1, Target: t.Name, Op: spec.Op, Size: spec.WithDefaults().Size, Mode: spec.Mode}
+		out = append(out, prober.Job{Key: k, Target: t.Address, Spec: spec, Interval: interval, Timeout: m.Timeout})
 	}
 	return out
 }
 
-// start runs the scheduler on the current configuration's jobs.
-func (e *exporter) start(parent context.Context) {
+// startDiscovery follows the targets of the current configuration, the
+// probes following every change of the set; the channel closes once the
+// first set's probes have started. The caller holds reloadMu.
+func (e *exporter) startDiscovery(ctx context.Context) <-chan struct{} {
 	e.cfg.RLock()
-	jobs := e.jobs(e.cfg.C)
+	cfg := e.cfg.C
 	e.cfg.RUnlock()
-	ctx, cancel := context.WithCancel(parent)
-	done := make(chan struct{})
-	e.mu.Lock()
-	e.cancel, e.done = cancel, done
-	e.mu.Unlock()
+	// The last answers of the discovery before carry over, so that a file
+	// or name failing just after a reload keeps its targets.
+	d := discovery.New(cfg, discovery.WithLogger(e.logger), discovery.WithMetrics(e.disc), discovery.WithPrevious(e.disco))
+	e.disco = d
+	dctx, cancel := context.WithCancel(ctx)
+	done, first := make(chan struct{}), make(chan struct{})
+	e.discCancel, e.discDone = cancel, done
 	go func() {
 		defer close(done)
-		e.sched.Run(ctx, jobs)
+		var once sync.Once
+		d.Run(dctx, func(ts []config.Target) {
+			// ctx, not dctx: the probes outlive this discovery, which a
+			// reload replaces.
+			e.setTargets(ctx, cfg, ts)
+			once.Do(func() { close(first) })
+		})
 	}()
+	return first
 }
 
-func (e *exporter) stopProbes() {
-	e.mu.Lock()
-	cancel, done := e.cancel, e.done
-	e.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+// stopDiscovery ends the running discovery; once it returns, no more
+// target sets come from it. The caller holds reloadMu.
+func (e *exporter) stopDiscovery() {
+	if e.discCancel != nil {
+		e.discCancel()
+		<-e.discDone
+		e.discCancel, e.discDone = nil, nil
 	}
 }
 
-// reload reads the configuration again; a bad file keeps the old one and
-// its probes running.
+// waitFirst waits, boundedly, for a discovery's first target set.
+func (e *exporter) waitFirst(ctx context.Context, first <-chan struct{}) {
+	t := time.NewTimer(firstTargetsWait)
+	defer t.Stop()
+	select {
+	case <-first:
+	case <-ctx.Done():
+	case <-t.C:
+		e.logger.Warn("no targets discovered yet; serving without them", "waited", firstTargetsWait)
+	}
+}
+
+// setTargets makes the probes follow a new target set. A target whose
+// jobs are unchanged keeps running undisturbed; the others stop (each
+// within its probe timeout), the series of keys no longer probed are
+// deleted, so that a removed target disappears instead of showing its last
+// values forever, and new targets start with their series at zero.
+func (e *exporter) setTargets(ctx context.Context, cfg *config.Config, targets []config.Target) {
+	want := make(map[string][]prober.Job, len(targets))
+	keep := map[prober.Key]bool{}
+	for _, t := range targets {
+		jobs := e.jobs(cfg, t)
+		want[t.Name] = jobs
+		for _, j := range jobs {
+			keep[j.Key] = true
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var stopped []*targetRun
+	for name, r := range e.runs {
+		if jobs, ok := want[name]; ok && reflect.DeepEqual(jobs, r.jobs) {
+			continue
+		}
+		r.cancel()
+		stopped = append(stopped, r)
+		delete(e.runs, name)
+	}
+	// Forgotten only once stopped, or a probe in flight would create the
+	// series again.
+	for _, r := range stopped {
+		<-r.done
+		for _, j := range r.jobs {
+			if !keep[j.Key] {
+				e.metrics.Forget(j.Key)
+			}
+		}
+	}
+	for name, jobs := range want {
+		if e.runs[name] != nil {
+			continue
+		}
+		// Created here rather than by the scheduler's goroutine, so that
+		// they exist when the caller goes on to serve.
+		for _, j := range jobs {
+			e.metrics.Init(j.Key, j.Spec.Measure == rdma.MeasureBandwidth)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		r := &targetRun{jobs: jobs, cancel: cancel, done: make(chan struct{})}
+		e.runs[name] = r
+		go func() {
+			defer close(r.done)
+			e.sched.Run(rctx, jobs)
+		}()
+	}
+}
+
+// stopProbes stops every target's probes and waits for them.
+func (e *exporter) stopProbes() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.runs {
+		r.cancel()
+	}
+	for name, r := range e.runs {
+		<-r.done
+		delete(e.runs, name)
+	}
+}
+
+// shutdown stops discovery first, so that no new set restarts the probes
+// it then stops.
+func (e *exporter) shutdown() {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	e.stopDiscovery()
+	e.stopProbes()
+}
+
+// reload reads the configuration again and follows its targets; a bad
+// file keeps the old one, and its probes running. It returns once the new
+// configuration's targets are probed, so what a caller reads from
+// /metrics afterwards is the new configuration's.
 func (e *exporter) reload(ctx context.Context) error {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
 	if err := e.cfg.ReloadConfig(e.file, e.logger); err != nil {
 		e.logger.Error("reload failed; keeping the old configuration", "err", err)
 		return err
 	}
-	e.stopProbes()
-	e.start(ctx)
+	// The old probes go on until the new discovery's first set replaces
+	// them, so a reload leaves no gap in probing.
+	e.stopDiscovery()
+	e.waitFirst(ctx, e.startDiscovery(ctx))
 	e.logger.Info("configuration reloaded", "file", e.file)
 	return nil
 }
