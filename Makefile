@@ -3,7 +3,7 @@
 
 GO        ?= go
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION)
+LDFLAGS   := -X main.version=$(VERSION) -X github.com/prometheus/common/version.Version=$(VERSION)
 BIN       := bin
 CACHE     := .cache
 TESTBIN   := $(CACHE)/bin
@@ -21,10 +21,21 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # Everything CI checks, cheapest first.
-test: fmt-check vet unit nordma staticcheck chromium-test testbed-selftest testbed-test
+test: fmt-check vet unit rules-test nordma staticcheck chromium-test testbed-selftest testbed-test
 
 unit:
 	$(GO) test -count=1 ./...
+
+# Prometheus rules and Grafana dashboards: promtool checks the rule files
+# and runs their unit tests (a firing and a quiet case per alert); the Go
+# tests parse every dashboard query with promtool and check each metric
+# name against what the exporter exposes. promtool is required here.
+PROMTOOL ?= promtool
+.PHONY: rules-test
+rules-test:
+	$(PROMTOOL) check rules prometheus/rules/*.yml
+	$(PROMTOOL) test rules prometheus/rules/tests/*.yml
+	RDMARUN_REQUIRE_PROMTOOL=1 PROMTOOL=$(PROMTOOL) $(GO) test -count=1 ./dashboards/... ./prometheus/...
 
 # The HTML report, rendered by a real headless Chromium.
 chromium-test:
@@ -63,17 +74,24 @@ testbed-selftest: testbed-build
 # the real rdma_rxe driver. The package directory is the working
 # directory, as under go test, so testdata/ is found.
 $(TESTBIN)/%.testbed.test: FORCE
-	@mkdir -p $(TESTBIN)
+	@mkdir -p $(dir $@)
 	$(GO) test -c -tags testbed -o $@ ./$*
 
-testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed.test $(TESTBIN)/runner.testbed.test $(TESTBIN)/rdmarun
+testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed.test $(TESTBIN)/runner.testbed.test \
+		$(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdma_exporter
 	testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma
 	testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
+	TESTBED_ENV="RDMA_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdma_exporter" \
+		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e
 
 $(TESTBIN)/rdmarun: FORCE
 	@mkdir -p $(TESTBIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/rdmarun
+
+$(TESTBIN)/rdma_exporter: FORCE
+	@mkdir -p $(TESTBIN)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/rdma_exporter
 
 $(TESTBIN)/compare: FORCE
 	@mkdir -p $(TESTBIN)

@@ -24,8 +24,10 @@ INIT=$HERE/init.sh
 # crc32_generic must precede rdma_rxe: rxe asks the crypto layer for
 # "crc32" at link creation but does not declare the dependency, and
 # without it `rdma link add` fails with ENOENT.
+# sch_prio and cls_u32 let a test put netem on RoCE's UDP port alone, so
+# the control channel's TCP is spared.
 MODULES=(virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe ib_uverbs
-         rdma_ucm ib_umad veth sch_netem virtio_rng)
+         rdma_ucm ib_umad veth sch_netem sch_prio cls_u32 virtio_rng)
 
 for tool in apt-cache apt-get dpkg-deb depmod modprobe cpio gzip sha256sum flock timeout; do
     command -v "$tool" >/dev/null || die "missing host tool '$tool'"

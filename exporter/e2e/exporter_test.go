@@ -1,0 +1,330 @@
+//go:build testbed
+
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// The module's schedule, as probeModule sets it.
+const (
+	probeInterval = 3 * time.Second
+	probeTimeout  = 2500 * time.Millisecond
+)
+
+// retryCounters are rxe's hw_counters that count retransmissions and the
+// sequence errors that cause them; a lossy link moves them. Also moved by
+// loss, but left out of the comparison: duplicate_request, which rxe
+// also counts by the thousand when a bandwidth probe overruns its own
+// queues on a clean link.
+var retryCounters = []string{"completer_retry_err", "rcvd_seq_err", "out_of_seq_request", "retry_exceeded_err"}
+
+// pair starts two exporters that probe each other: a on rxe0, b on rxe1.
+func pair(t *testing.T) (a, b *exporter) {
+	t.Helper()
+	a = startExporter(t, exporterSpec{name: "a", device: "rxe0", responder: addrA + ":18700", web: freePort(t, "127.0.0.1"),
+		target: "b", targetAt: addrB + ":18701", module: probeModule})
+	b = startExporter(t, exporterSpec{name: "b", device: "rxe1", responder: addrB + ":18701", web: freePort(t, "127.0.0.1"),
+		target: "a", targetAt: addrA + ":18700", module: probeModule})
+	return a, b
+}
+
+// healthy reports whether e's probes of target all succeed, with samples
+// in the latency histogram and a bandwidth measured.
+func healthy(s scrape, target string, minSamples uint64) (bool, string) {
+	l := labels{"target": target}
+	ok := s.sum("rdma_probe_success", l)
+	n := s.histogram("rdma_probe_latency_seconds", l).count
+	bw := s.sum("rdma_probe_bandwidth_bytes_per_second", l)
+	why := fmt.Sprintf("target %s: success %v (of 2 series), %d latency samples, bandwidth %.0f B/s", target, ok, n, bw)
+	return ok == 2 && n >= minSamples && bw > 0, why
+}
+
+// usage is what a leak would grow: each exporter's goroutines and open
+// fds, and the kernel's RDMA objects.
+type usage struct {
+	goroutines, fds [2]float64
+	objects         int
+}
+
+func (u usage) String() string {
+	return fmt.Sprintf("goroutines %v, open fds %v, RDMA objects %d", u.goroutines, u.fds, u.objects)
+}
+
+// measure takes the least of each quantity over a few seconds: probes
+// come and go on their own schedule, and between them an exporter holds
+// only what it holds for good.
+func measure(t *testing.T, es ...*exporter) usage {
+	t.Helper()
+	u := usage{goroutines: [2]float64{math.Inf(1), math.Inf(1)}, fds: [2]float64{math.Inf(1), math.Inf(1)}, objects: math.MaxInt}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		for i, e := range es {
+			s := e.scrape(t)
+			u.goroutines[i] = math.Min(u.goroutines[i], s.sum("go_goroutines", nil))
+			u.fds[i] = math.Min(u.fds[i], s.sum("process_open_fds", nil))
+		}
+		u.objects = min(u.objects, rdmaObjects(t))
+	}
+	return u
+}
+
+// within reports whether u is back at base. Goroutines and fds may sit
+// one or two above: the runtime and the HTTP server keep a few of their
+// own that come and go.
+func (u usage) within(base usage) bool {
+	for i := range u.goroutines {
+		if u.goroutines[i] > base.goroutines[i]+2 || u.fds[i] > base.fds[i]+1 {
+			return false
+		}
+	}
+	return u.objects <= base.objects
+}
+
+func retries(ss ...scrape) float64 {
+	total := 0.0
+	for _, s := range ss {
+		for _, name := range retryCounters {
+			if v := s.sum("rdma_port_hw_counters_total", labels{"name": name}); !math.IsNaN(v) {
+				total += v
+			}
+		}
+	}
+	return total
+}
+
+// failures counts the probes of target that failed, whatever the cause.
+func failures(s scrape, target string) float64 {
+	total := 0.0
+	for _, m := range s["rdma_probes_total"].GetMetric() {
+		if (labels{"target": target}).match(m) && labelValue(m, "result") != "success" {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
+
+// TestExportersProbeEachOther: two exporters, on rxe0 and rxe1, probe each
+// other across the veth pair. Faults are injected for real: netem loss,
+// then the link goes down and comes back. Neither exporter is restarted,
+// and what they hold returns to its baseline.
+func TestExportersProbeEachOther(t *testing.T) {
+	idle := rdmaObjects(t)
+	a, b := pair(t)
+	es := []*exporter{a, b}
+	targets := []string{"b", "a"}
+
+	took := waitFor(t, 60*time.Second, "both exporters probing each other", func() (bool, string) {
+		for i, e := range es {
+			if ok, why := healthy(e.scrape(t), targets[i], 40); !ok {
+				return false, e.name + ": " + why
+			}
+		}
+		return true, ""
+	})
+	t.Logf("both healthy %v after start", took.Round(time.Millisecond))
+	for i, e := range es {
+		_, why := healthy(e.scrape(t), targets[i], 0)
+		t.Logf("%s: %s", e.name, why)
+	}
+	base := measure(t, a, b)
+	t.Logf("baseline: %v", base)
+
+	// netem loss: the retry counters and the latency tail rise.
+	const window = 12 * time.Second
+	s0 := [2]scrape{a.scrape(t), b.scrape(t)}
+	time.Sleep(window)
+	s1 := [2]scrape{a.scrape(t), b.scrape(t)}
+	unloss := roceLoss(t, "5%")
+	time.Sleep(window)
+	s2 := [2]scrape{a.scrape(t), b.scrape(t)}
+	unloss()
+
+	for _, name := range append(retryCounters, "duplicate_request") {
+		l := labels{"name": name}
+		// a's scrape has both ports: the collector reads all of sysfs.
+		c := s1[0].sum("rdma_port_hw_counters_total", l) - s0[0].sum("rdma_port_hw_counters_total", l)
+		d := s2[0].sum("rdma_port_hw_counters_total", l) - s1[0].sum("rdma_port_hw_counters_total", l)
+		t.Logf("%s: +%v clean, +%v with loss", name, c, d)
+	}
+	cleanRetries := retries(s1[0]) - retries(s0[0])
+	lossRetries := retries(s2[0]) - retries(s1[0])
+	t.Logf("retry hw_counters over %v: %v clean, %v with 5%% loss", window, cleanRetries, lossRetries)
+	if !(lossRetries > cleanRetries) {
+		t.Errorf("retry hw_counters rose by %v with 5%% loss, %v without: want more with loss", lossRetries, cleanRetries)
+	}
+	var cleanTail, lossTail, cleanN, lossN uint64
+	var tailBound float64
+	for i := range es {
+		l := labels{"target": targets[i]}
+		h0, h1, h2 := s0[i].histogram("rdma_probe_latency_seconds", l), s1[i].histogram("rdma_probe_latency_seconds", l), s2[i].histogram("rdma_probe_latency_seconds", l)
+		// rxe retransmits after its ACK timeout, tens of milliseconds
+		// with the default QP timeout; emulation alone stays below 10 ms.
+		tailBound = h0.bound(0.01)
+		clean, loss := h1.minus(h0), h2.minus(h1)
+		cleanTail += clean.above(tailBound)
+		lossTail += loss.above(tailBound)
+		cleanN += clean.count
+		lossN += loss.count
+	}
+	t.Logf("samples above %v s: %d of %d clean, %d of %d with 5%% loss", tailBound, cleanTail, cleanN, lossTail, lossN)
+	if lossN == 0 || float64(lossTail)/float64(lossN) <= float64(cleanTail)/float64(max(cleanN, 1)) {
+		t.Errorf("latency tail above %v s: %d of %d samples with loss, %d of %d without: want a larger share with loss",
+			tailBound, lossTail, lossN, cleanTail, cleanN)
+	}
+
+	allHealthy := func(what string) {
+		t.Helper()
+		took := waitFor(t, 30*time.Second, what, func() (bool, string) {
+			for i, e := range es {
+				if ok, why := healthy(e.scrape(t), targets[i], 0); !ok {
+					return false, e.name + ": " + why
+				}
+			}
+			return true, ""
+		})
+		t.Logf("%s: %v", what, took.Round(time.Millisecond))
+	}
+	allHealthy("healthy again after 5% loss")
+
+	// Every RoCE packet lost: the data path fails while the control
+	// channel works, so probes end with error completions, by status.
+	before := [2]scrape{a.scrape(t), b.scrape(t)}
+	unloss = roceLoss(t, "100%")
+	lost := time.Now()
+	took = waitFor(t, 15*time.Second, "RETRY_EXC_ERR completions counted on both with 100% RoCE loss", func() (bool, string) {
+		ok := true
+		var why []string
+		for i, e := range es {
+			l := labels{"target": targets[i], "status": "RETRY_EXC_ERR"}
+			s := e.scrape(t)
+			n := s.sum("rdma_probe_completion_errors_total", l) - before[i].sum("rdma_probe_completion_errors_total", l)
+			v := s.sum("rdma_probe_success", labels{"target": targets[i]})
+			ok = ok && n >= 2 && v == 0
+			why = append(why, fmt.Sprintf("%s: %v new RETRY_EXC_ERR, success %v", e.name, n, v))
+		}
+		return ok, strings.Join(why, "; ")
+	})
+	t.Logf("100%% RoCE loss: RETRY_EXC_ERR on both and success 0 %v after the loss began", took.Round(time.Millisecond))
+	unloss()
+	t.Logf("loss lasted %v", time.Since(lost).Round(time.Millisecond))
+	allHealthy("healthy again after 100% loss")
+
+	// Link down: every probe fails within its timeout, and is counted.
+	before = [2]scrape{a.scrape(t), b.scrape(t)}
+	ip(t, "link", "set", "veth1", "down")
+	down := time.Now()
+	linkUp := func() {
+		if out, err := exec.Command("ip", "link", "set", "veth1", "up").CombinedOutput(); err != nil {
+			t.Errorf("ip link set veth1 up: %v: %s", err, out)
+		}
+	}
+	defer linkUp()
+	took = waitFor(t, 15*time.Second, "success 0 on both exporters after link down", func() (bool, string) {
+		var why []string
+		ok := true
+		for i, e := range es {
+			v := e.scrape(t).sum("rdma_probe_success", labels{"target": targets[i]})
+			ok = ok && v == 0
+			why = append(why, fmt.Sprintf("%s: success %v", e.name, v))
+		}
+		return ok, strings.Join(why, ", ")
+	})
+	t.Logf("success 0 on both %v after link down", took.Round(time.Millisecond))
+	if limit := probeInterval*11/10 + probeTimeout + time.Second; took > limit {
+		t.Errorf("success turned 0 only %v after link down, want within one interval plus the timeout (%v)", took, limit)
+	}
+	waitFor(t, 15*time.Second, "failed probes counted on both", func() (bool, string) {
+		ok := true
+		var why []string
+		for i, e := range es {
+			s := e.scrape(t)
+			n := failures(s, targets[i]) - failures(before[i], targets[i])
+			ok = ok && n >= 2
+			why = append(why, fmt.Sprintf("%s: %v new failed probes", e.name, n))
+		}
+		return ok, strings.Join(why, ", ")
+	})
+	for i, e := range es {
+		s := e.scrape(t)
+		l := labels{"target": targets[i]}
+		var parts []string
+		for _, m := range s["rdma_probes_total"].GetMetric() {
+			if l.match(m) && m.GetCounter().GetValue() > 0 {
+				parts = append(parts, fmt.Sprintf("%s/%sB=%v", labelValue(m, "result"), labelValue(m, "size_bytes"), m.GetCounter().GetValue()))
+			}
+		}
+		for _, m := range s["rdma_probe_completion_errors_total"].GetMetric() {
+			if l.match(m) && m.GetCounter().GetValue() > 0 {
+				parts = append(parts, fmt.Sprintf("status %s/%sB=%v", labelValue(m, "status"), labelValue(m, "size_bytes"), m.GetCounter().GetValue()))
+			}
+		}
+		t.Logf("%s, all probes so far: %s", e.name, strings.Join(parts, " "))
+		// Each failed probe gives up within its timeout; a little more
+		// for the bookkeeping around it.
+		for _, m := range s["rdma_probe_duration_seconds"].GetMetric() {
+			if l.match(m) && m.GetGauge().GetValue() > (probeTimeout+500*time.Millisecond).Seconds() {
+				t.Errorf("%s: a failed probe took %.3f s, more than its %v timeout", e.name, m.GetGauge().GetValue(), probeTimeout)
+			}
+		}
+	}
+
+	// Link up: the same processes recover.
+	linkUp()
+	upAt := time.Now()
+	waitFor(t, 20*time.Second, "rxe ports ACTIVE again", portsActive)
+	allHealthy("healthy again after link up")
+	t.Logf("healthy again %v after link up (link was down %v)", time.Since(upAt).Round(time.Millisecond), upAt.Sub(down).Round(time.Millisecond))
+	for _, e := range es {
+		select {
+		case err := <-e.waited:
+			t.Fatalf("exporter %s exited: %v", e.name, err)
+		default:
+		}
+	}
+
+	var after usage
+	waitFor(t, 60*time.Second, "goroutines, fds and RDMA objects back at their baseline", func() (bool, string) {
+		after = measure(t, a, b)
+		return after.within(base), fmt.Sprintf("now %v; baseline %v", after, base)
+	})
+	t.Logf("after the faults: %v (baseline %v)", after, base)
+
+	// promtool lints a real scrape of each exporter.
+	for _, e := range es {
+		body, err := e.get("/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("promtool", "check", "metrics")
+		cmd.Stdin = strings.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics on %s's /metrics: %v\n%s", e.name, err, out)
+		}
+	}
+
+	for _, e := range es {
+		if err := e.stop(); err != nil {
+			t.Errorf("exporter %s: %v", e.name, err)
+		}
+	}
+	waitFor(t, 10*time.Second, "RDMA objects back to the idle count once both exporters stopped", func() (bool, string) {
+		n := rdmaObjects(t)
+		return n == idle, fmt.Sprintf("%d objects, %d before the exporters started", n, idle)
+	})
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,381 @@
+//go:build testbed
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// The testbed's two soft-RoCE ends: rxe0 on veth0 (10.0.0.1) and rxe1 on
+// veth1 (10.0.0.2), their traffic crossing the veth pair.
+const (
+	addrA = "10.0.0.1"
+	addrB = "10.0.0.2"
+)
+
+// exporter is a running rdma_exporter process.
+type exporter struct {
+	name    string
+	web     string // host:port of its HTTP server
+	cmd     *exec.Cmd
+	logFile string
+	waited  chan error
+}
+
+// exporterSpec says what one exporter probes and where it answers.
+type exporterSpec struct {
+	name      string
+	device    string
+	responder string // host:port its responder listens on
+	web       string
+	target    string // name of the other exporter
+	targetAt  string // host:port of the other exporter's responder
+	module    string // the YAML of the "default" module
+}
+
+// probeModule is short enough for a test and slow enough for emulation:
+// a round of 20 write_imm ping-pongs in event mode (the default) every
+// 3 s, and a 200 ms bandwidth probe as often as the 1/10 duty cycle lets it.
+const probeModule = `{count: 20, interval: 3s, timeout: 2500ms, bandwidth: {size: 64KiB, duration: 200ms, interval: 3s}}`
+
+func binary(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("RDMA_EXPORTER_BIN")
+	if bin == "" {
+		t.Fatal("RDMA_EXPORTER_BIN is not set (make testbed-test sets it)")
+	}
+	return bin
+}
+
+// startExporter writes a config and starts rdma_exporter with it; it
+// returns once /metrics answers.
+func startExporter(t *testing.T, s exporterSpec) *exporter {
+	t.Helper()
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("e2e-shared-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`modules:
+  default: %s
+targets:
+  static:
+    - {name: %s, address: "%s", module: default}
+responder:
+  listen: "%s"
+  device: %s
+  token_file: token
+`, s.module, s.target, s.targetAt, s.responder, s.device)
+	cfgFile := filepath.Join(dir, "rdma_exporter.yml")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &exporter{name: s.name, web: s.web, logFile: filepath.Join(dir, "exporter.log"), waited: make(chan error, 1)}
+	logf, err := os.Create(e.logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	e.cmd = exec.Command(binary(t), "--config.file="+cfgFile, "--web.listen-address="+s.web, "--log.level=debug")
+	e.cmd.Stdout, e.cmd.Stderr = logf, logf
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { e.waited <- e.cmd.Wait() }()
+	t.Cleanup(func() {
+		if e.stop() != nil && t.Failed() {
+			t.Logf("exporter %s log:\n%s", e.name, e.log())
+		}
+		if t.Failed() {
+			t.Logf("exporter %s log (tail):\n%s", e.name, tail(e.log(), 40))
+		}
+	})
+	waitFor(t, 15*time.Second, "exporter "+s.name+" serving /metrics", func() (bool, string) {
+		_, err := e.get("/metrics")
+		return err == nil, fmt.Sprint(err)
+	})
+	return e
+}
+
+func (e *exporter) log() string {
+	b, _ := os.ReadFile(e.logFile)
+	return string(b)
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// stop sends SIGTERM and waits at most 15 s for the process to end.
+func (e *exporter) stop() error {
+	if e.cmd.Process == nil {
+		return nil
+	}
+	select {
+	case err := <-e.waited:
+		e.waited <- err
+		return err
+	default:
+	}
+	_ = e.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-e.waited:
+		e.waited <- err
+		return err
+	case <-time.After(15 * time.Second):
+		_ = e.cmd.Process.Kill()
+		err := <-e.waited
+		e.waited <- err
+		return fmt.Errorf("did not stop within 15 s of SIGINT: %v", err)
+	}
+}
+
+// httpClient never reuses connections, so the scraper's own keep-alive
+// connections do not show up in the exporter's goroutine and fd counts.
+var httpClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+func (e *exporter) get(path string) (string, error) {
+	resp, err := httpClient.Get("http://" + e.web + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", path, resp.Status, b)
+	}
+	return string(b), nil
+}
+
+// scrape is one parsed /metrics response.
+type scrape map[string]*dto.MetricFamily
+
+func (e *exporter) scrape(t *testing.T) scrape {
+	t.Helper()
+	body, err := e.get("/metrics")
+	if err != nil {
+		t.Fatalf("scrape %s: %v", e.name, err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mf, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse %s's /metrics: %v", e.name, err)
+	}
+	return mf
+}
+
+// labels is a partial match: every given label must have that value.
+type labels map[string]string
+
+func (l labels) match(m *dto.Metric) bool {
+	n := 0
+	for _, lp := range m.GetLabel() {
+		if v, ok := l[lp.GetName()]; ok {
+			if v != lp.GetValue() {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(l)
+}
+
+// sum adds up the matching series of a counter or gauge; NaN when there is
+// no such series, so a missing metric cannot pass as zero.
+func (s scrape) sum(name string, l labels) float64 {
+	mf, ok := s[name]
+	if !ok {
+		return math.NaN()
+	}
+	total, found := 0.0, false
+	for _, m := range mf.GetMetric() {
+		if !l.match(m) {
+			continue
+		}
+		found = true
+		switch {
+		case m.Counter != nil:
+			total += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			total += m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			total += m.GetUntyped().GetValue()
+		}
+	}
+	if !found {
+		return math.NaN()
+	}
+	return total
+}
+
+// histogram is the cumulative bucket counts of the matching histogram
+// series, summed.
+type histogram struct {
+	count   uint64
+	buckets map[float64]uint64 // upper bound -> cumulative count
+}
+
+func (s scrape) histogram(name string, l labels) histogram {
+	h := histogram{buckets: map[float64]uint64{}}
+	for _, m := range s[name].GetMetric() {
+		if !l.match(m) || m.Histogram == nil {
+			continue
+		}
+		h.count += m.GetHistogram().GetSampleCount()
+		for _, b := range m.GetHistogram().GetBucket() {
+			h.buckets[b.GetUpperBound()] += b.GetCumulativeCount()
+		}
+	}
+	return h
+}
+
+// above is how many samples of h lie above bound (a bucket boundary).
+func (h histogram) above(bound float64) uint64 {
+	return h.count - h.buckets[bound]
+}
+
+// minus is the histogram of what was observed between two scrapes.
+func (h histogram) minus(o histogram) histogram {
+	d := histogram{count: h.count - o.count, buckets: map[float64]uint64{}}
+	for b, c := range h.buckets {
+		d.buckets[b] = c - o.buckets[b]
+	}
+	return d
+}
+
+// bound is the smallest bucket boundary at or above v.
+func (h histogram) bound(v float64) float64 {
+	bs := make([]float64, 0, len(h.buckets))
+	for b := range h.buckets {
+		bs = append(bs, b)
+	}
+	sort.Float64s(bs)
+	for _, b := range bs {
+		if b >= v {
+			return b
+		}
+	}
+	return math.Inf(1)
+}
+
+// waitFor polls cond every 200 ms until it holds, failing the test after
+// limit with cond's last explanation.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		ok, why := cond()
+		if ok {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %v: %s", what, limit, why)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func ip(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v: %v: %s", args, err, out)
+	}
+}
+
+func tc(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("tc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("tc %v: %v: %s", args, err, out)
+	}
+}
+
+// roceLoss makes veth1 drop pct of the RoCE packets it sends (UDP port
+// 4791) and nothing else, so the control channel's TCP still works and a
+// probe fails on the RDMA path itself. The returned func removes it.
+func roceLoss(t *testing.T, pct string) (remove func()) {
+	t.Helper()
+	tc(t, "qdisc", "add", "dev", "veth1", "root", "handle", "1:", "prio")
+	tc(t, "qdisc", "add", "dev", "veth1", "parent", "1:3", "handle", "30:", "netem", "loss", pct)
+	tc(t, "filter", "add", "dev", "veth1", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+		"match", "ip", "protocol", "17", "0xff", "match", "ip", "dport", "4791", "0xffff", "flowid", "1:3")
+	done := false
+	remove = func() {
+		if !done {
+			done = true
+			tc(t, "qdisc", "del", "dev", "veth1", "root")
+		}
+	}
+	t.Cleanup(remove)
+	return remove
+}
+
+// portsActive reports whether both rxe ports are ACTIVE.
+func portsActive() (bool, string) {
+	var states []string
+	ok := true
+	for _, dev := range []string{"rxe0", "rxe1"} {
+		b, _ := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
+		s := strings.TrimSpace(string(b))
+		states = append(states, dev+" "+s)
+		ok = ok && strings.Contains(s, "ACTIVE")
+	}
+	return ok, strings.Join(states, ", ")
+}
+
+// rdmaObjects counts the kernel's RDMA objects (PDs, CQs, QPs, MRs,
+// contexts, SRQs, CM ids) over every device, as `rdma resource show`
+// reports them: the resources a leaking prober would leave behind.
+func rdmaObjects(t *testing.T) int {
+	t.Helper()
+	out, err := exec.Command("rdma", "-j", "resource", "show").Output()
+	if err != nil {
+		t.Fatalf("rdma resource show: %v", err)
+	}
+	var devs []map[string]any
+	if err := json.Unmarshal(out, &devs); err != nil {
+		t.Fatalf("rdma resource show: %v: %s", err, out)
+	}
+	n := 0
+	for _, d := range devs {
+		for k, v := range d {
+			if f, ok := v.(float64); ok && k != "ifindex" {
+				n += int(f)
+			}
+		}
+	}
+	return n
+}
+
+// freePort is a TCP port nothing listens on right now.
+func freePort(t *testing.T, host string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
