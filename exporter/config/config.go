@@ -61,6 +61,11 @@ type Bandwidth struct {
 	Size     int
 	Duration time.Duration
 	Interval time.Duration
+	// TxDepth is the window of messages in flight per QP; 0 takes rdma's
+	// default (128). On a fabric without flow control (RoCE without PFC,
+	// soft-RoCE) a deep window of large messages overflows a queue on the
+	// way and the probe causes the very retries the exporter reports.
+	TxDepth int
 }
 
 // Specs returns the tests one round of the module runs: a latency test per
@@ -94,6 +99,7 @@ func (m Module) Specs() []rdma.TestSpec {
 		s.Measure = rdma.MeasureBandwidth
 		s.Size = b.Size
 		s.Duration = rdma.Duration(b.Duration)
+		s.TxDepth = b.TxDepth
 		specs = append(specs, s)
 	}
 	return specs
@@ -345,6 +351,7 @@ type bandwidthYAML struct {
 	Size     string        `yaml:"size"`
 	Duration time.Duration `yaml:"duration"`
 	Interval time.Duration `yaml:"interval"`
+	TxDepth  int           `yaml:"tx_depth"`
 }
 
 // UnmarshalYAML implements yaml.Unmarshaler.
@@ -437,7 +444,10 @@ func (m moduleYAML) module() (Module, error) {
 			return Module{}, fmt.Errorf("bandwidth: interval %v is shorter than %d x duration %v; a bandwidth probe fills the link while it runs, so it may take at most 1/%d of the time",
 				b.Interval, maxBandwidthDuty, b.Duration, maxBandwidthDuty)
 		}
-		out.Bandwidth = &Bandwidth{Size: size, Duration: b.Duration, Interval: b.Interval}
+		if b.TxDepth < 0 {
+			return Module{}, fmt.Errorf("bandwidth: tx_depth %d must be positive (or 0 for the default)", b.TxDepth)
+		}
+		out.Bandwidth = &Bandwidth{Size: size, Duration: b.Duration, Interval: b.Interval, TxDepth: b.TxDepth}
 	}
 	// Check the specs now, so that a combination rdma cannot run (read on
 	// UC, write latency in event mode) fails the load, not every probe.

@@ -24,7 +24,7 @@ func TestLoadGood(t *testing.T) {
 				Op: rdma.OpRead, Mode: rdma.ModeBusyPoll, Sizes: []int{2, 4096, 65536},
 				QP:    QP{Type: rdma.RC, Timeout: 14, RetryCnt: 5, RNRRetry: 6, MTU: 1024},
 				Count: 20, Interval: 30 * time.Second, Timeout: 2 * time.Second,
-				Bandwidth: &Bandwidth{Size: 1 << 20, Duration: 2 * time.Second, Interval: 10 * time.Minute},
+				Bandwidth: &Bandwidth{Size: 1 << 20, Duration: 2 * time.Second, Interval: 10 * time.Minute, TxDepth: 16},
 			},
 			"uc_send": {
 				Op: rdma.OpSend, Mode: rdma.ModeEvent, Sizes: []int{64}, QP: QP{Type: rdma.UC, RetryCnt: 3},
@@ -93,6 +93,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"bad-duration", "yaml: unmarshal errors:\n  line 3: cannot unmarshal !!int `15` into time.Duration"},
 		{"bandwidth-interval", `module "m": bandwidth: interval 30s is shorter than 10 x duration 5s; a bandwidth probe fills the link while it runs, so it may take at most 1/10 of the time`},
 		{"bandwidth-duration", `module "m": bandwidth: duration -1s must be positive`},
+		{"bandwidth-tx-depth", `module "m": bandwidth: tx_depth -4 must be positive (or 0 for the default)`},
 		{"jitter", `targets: jitter 0.7 is outside 0..0.5`},
 		{"dns-no-port", `dns target "peers.example": port is required for an A/AAAA name (1..65535); only SRV names (_service._proto.domain) carry their own`},
 		{"static-no-port", `target "n1": address "10.0.0.1" must be host:port (missing port in address)`},
@@ -156,7 +157,7 @@ func TestSpecsPassCheck(t *testing.T) {
 		}
 	}
 	bw := specs[3]
-	if bw.Measure != rdma.MeasureBandwidth || bw.Size != 1<<20 || bw.Duration != rdma.Duration(2*time.Second) {
+	if bw.Measure != rdma.MeasureBandwidth || bw.Size != 1<<20 || bw.Duration != rdma.Duration(2*time.Second) || bw.TxDepth != 16 {
 		t.Errorf("bandwidth spec = %v", bw)
 	}
 	for name, m := range c.Modules {
