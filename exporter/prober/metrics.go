@@ -8,6 +8,7 @@ package prober
 import (
 	"errors"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,7 +59,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, append(labelNames[:len(labelNames):len(labelNames)], "status")),
 		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rdma_probe_timeouts_total",
-			Help: "Probes that ended because nothing completed within the probe timeout.",
+			Help: "Probes that ended because the peer did not answer in time: the probe timeout, the stall deadline, or connecting the QP timing out.",
 		}, labelNames),
 		success: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rdma_probe_success",
@@ -153,7 +154,10 @@ func (m *Metrics) Record(k Key, res *rdma.Result, err error, took time.Duration,
 		case errors.As(err, &ce):
 			m.compErrs.WithLabelValues(append(v, ce.Status.String())...).Inc()
 			m.probes.WithLabelValues(append(v, "completion_error")...).Inc()
-		case errors.As(err, &se), errors.Is(err, errTimeout):
+		// ETIMEDOUT: connecting the QP found no answer from the peer's
+		// address (on RoCE, its neighbour entry never resolved), which is
+		// a dead path as much as a stall is.
+		case errors.As(err, &se), errors.Is(err, errTimeout), errors.Is(err, syscall.ETIMEDOUT):
 			m.timeouts.WithLabelValues(v...).Inc()
 			m.probes.WithLabelValues(append(v, "timeout")...).Inc()
 		case errors.As(err, &pd):

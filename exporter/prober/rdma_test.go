@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,6 +92,7 @@ func TestProbeFailures(t *testing.T) {
 		{name: "remote access", err: fmt.Errorf("wrapped: %w", &rdma.CompletionError{Status: rdma.WCRemAccessErr}), result: "completion_error", status: "REM_ACCESS_ERR"},
 		{name: "stall", err: &rdma.StallError{}, result: "timeout"},
 		{name: "deadline", delay: time.Second, result: "timeout"},
+		{name: "QP connect timed out", err: &rdma.VerbsError{Op: "ibv_modify_qp(RTR)", Device: "rxe0", Errno: syscall.ETIMEDOUT}, result: "timeout"},
 		{name: "port down", err: fmt.Errorf("setup: %w", &rdma.PortDownError{Device: "rxe0", Port: 1, State: "DOWN"}), result: "port_down"},
 		{name: "other", err: errors.New("responder refused"), result: "error"},
 	} {
