@@ -193,8 +193,8 @@ func TestExportersProbeEachOther(t *testing.T) {
 	}
 	allHealthy("healthy again after 5% loss")
 
-	// Every RoCE packet lost: the data path fails while the control
-	// channel works, so probes end with error completions, by status.
+	// Every RoCE packet lost, ARP spared: QPs connect and the data path
+	// fails, so probes end with error completions, by status.
 	before := [2]scrape{a.scrape(t), b.scrape(t)}
 	unloss = roceLoss(t, "100%")
 	lost := time.Now()

@@ -52,7 +52,7 @@ type exporterSpec struct {
 // probeModule is short enough for a test and slow enough for emulation:
 // a round of 20 write_imm ping-pongs in event mode (the default) every
 // 3 s, and a 200 ms bandwidth probe as often as the 1/10 duty cycle lets it.
-const probeModule = `{count: 20, interval: 3s, timeout: 2500ms, bandwidth: {size: 64KiB, duration: 200ms, interval: 3s}}`
+const probeModule = `{count: 20, interval: 3s, timeout: 2500ms, bandwidth: {size: 64KiB, duration: 200ms, interval: 3s, tx_depth: 4}}`
 
 func binary(t *testing.T) string {
 	t.Helper()
@@ -82,17 +82,24 @@ responder:
   device: %s
   token_file: token
 `, s.module, s.target, s.targetAt, s.responder, s.device)
+	return runExporter(t, dir, s.name, s.web, cfg)
+}
+
+// runExporter starts rdma_exporter with the config cfg, written into dir,
+// and extra flags; it returns once /metrics answers.
+func runExporter(t *testing.T, dir, name, web, cfg string, flags ...string) *exporter {
+	t.Helper()
 	cfgFile := filepath.Join(dir, "rdma_exporter.yml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := &exporter{name: s.name, web: s.web, logFile: filepath.Join(dir, "exporter.log"), waited: make(chan error, 1)}
+	e := &exporter{name: name, web: web, logFile: filepath.Join(dir, "exporter.log"), waited: make(chan error, 1)}
 	logf, err := os.Create(e.logFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	e.cmd = exec.Command(binary(t), "--config.file="+cfgFile, "--web.listen-address="+s.web, "--log.level=debug")
+	e.cmd = exec.Command(binary(t), append([]string{"--config.file=" + cfgFile, "--web.listen-address=" + web, "--log.level=debug"}, flags...)...)
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -106,7 +113,7 @@ responder:
 			t.Logf("exporter %s log (tail):\n%s", e.name, tail(e.log(), 40))
 		}
 	})
-	waitFor(t, 15*time.Second, "exporter "+s.name+" serving /metrics", func() (bool, string) {
+	waitFor(t, 15*time.Second, "exporter "+name+" serving /metrics", func() (bool, string) {
 		_, err := e.get("/metrics")
 		return err == nil, fmt.Sprint(err)
 	})
@@ -313,8 +320,10 @@ func tc(t *testing.T, args ...string) {
 }
 
 // roceLoss makes veth1 drop pct of the RoCE packets it sends (UDP port
-// 4791) and nothing else, so the control channel's TCP still works and a
-// probe fails on the RDMA path itself. The returned func removes it.
+// 4791) and nothing else: ARP still answers, so a probe's QPs connect and
+// it fails on the RDMA data path itself. (The control channel is not
+// touched either way: between the testbed's two local addresses, an
+// unbound TCP socket goes over lo.) The returned func removes it.
 func roceLoss(t *testing.T, pct string) (remove func()) {
 	t.Helper()
 	tc(t, "qdisc", "add", "dev", "veth1", "root", "handle", "1:", "prio")

@@ -1,0 +1,440 @@
+//go:build testbed
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmarun/rdmarun/dashboards"
+	"github.com/rdmarun/rdmarun/prometheus/rules"
+)
+
+// prometheus is a real Prometheus server (Debian's package) scraping the
+// exporters, with the shipped rules rewritten for a test's time scale.
+type prometheus struct {
+	addr    string
+	cmd     *exec.Cmd
+	logFile string
+	waited  chan error
+}
+
+// The rules' time scale for this test: Prometheus scrapes and evaluates
+// every second, alerts fire after 3 s instead of minutes, and every range
+// in the rules is 20 s, so an alert clears within about that long after
+// its fault ends. One threshold is tuned to the testbed, as an operator
+// would tune it to a fabric: soft-RoCE without flow control retries now
+// and then on a healthy link (completer_retry_err at about 0.12/s with the
+// probes below), above the shipped 0.1/s. Everything else, expressions,
+// thresholds and labels, is as shipped.
+var testRules = rules.Options{
+	For: 3 * time.Second, Interval: time.Second, Range: 20 * time.Second,
+	Thresholds: map[string]float64{"rdma:alert_threshold:port_retry_events_per_second": 0.5},
+}
+
+func startPrometheus(t *testing.T, targets ...string) *prometheus {
+	t.Helper()
+	dir := t.TempDir()
+	files, err := rules.Rewrite(dir, testRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = `"` + tg + `"`
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 900ms
+  evaluation_interval: 1s
+rule_files: ["%s"]
+scrape_configs:
+  - job_name: rdma_exporter
+    static_configs:
+      - targets: [%s]
+`, strings.Join(files, `", "`), strings.Join(quoted, ", "))
+	cfgFile := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &prometheus{addr: freePort(t, "127.0.0.1"), logFile: filepath.Join(dir, "prometheus.log"), waited: make(chan error, 1)}
+	logf, err := os.Create(p.logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	p.cmd = exec.Command("prometheus", "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+p.addr, "--log.level=info")
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting prometheus (Debian package prometheus): %v", err)
+	}
+	go func() { p.waited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.waited:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.waited
+			t.Errorf("prometheus did not stop within 20 s of SIGINT")
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(p.logFile)
+			t.Logf("prometheus log (tail):\n%s", tail(string(b), 30))
+		}
+	})
+	took := waitFor(t, 90*time.Second, "prometheus ready", func() (bool, string) {
+		select {
+		case err := <-p.waited:
+			p.waited <- err
+			b, _ := os.ReadFile(p.logFile)
+			t.Fatalf("prometheus exited: %v\n%s", err, tail(string(b), 30))
+		default:
+		}
+		resp, err := httpClient.Get("http://" + p.addr + "/-/ready")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
+	t.Logf("prometheus ready %v after start, rules from %v", took.Round(time.Millisecond), files)
+	return p
+}
+
+// apiResponse is the envelope of every Prometheus HTTP API answer.
+type apiResponse struct {
+	Status string          `json:"status"`
+	Error  string          `json:"error"`
+	Data   json.RawMessage `json:"data"`
+}
+
+func (p *prometheus) api(path string, params url.Values) (json.RawMessage, error) {
+	resp, err := httpClient.Get("http://" + p.addr + path + "?" + params.Encode())
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r apiResponse
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, fmt.Errorf("%s: %s: %v", path, resp.Status, err)
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("%s: %s", path, r.Error)
+	}
+	return r.Data, nil
+}
+
+// query runs an instant query and returns how many series (or one for a
+// scalar) it gave.
+func (p *prometheus) query(q string) (int, error) {
+	data, err := p.api("/api/v1/query", url.Values{"query": {q}})
+	if err != nil {
+		return 0, err
+	}
+	var d struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return 0, err
+	}
+	switch d.ResultType {
+	case "vector", "matrix":
+		var series []json.RawMessage
+		if err := json.Unmarshal(d.Result, &series); err != nil {
+			return 0, err
+		}
+		return len(series), nil
+	default: // scalar, string
+		return 1, nil
+	}
+}
+
+// values runs an instant query and formats each series with its value,
+// for the log.
+func (p *prometheus) values(q string) string {
+	data, err := p.api("/api/v1/query", url.Values{"query": {q}})
+	if err != nil {
+		return err.Error()
+	}
+	var d struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, r := range d.Result {
+		out = append(out, fmt.Sprintf("%v %v", r.Metric, r.Value[1]))
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+// alerts returns the state of each active alert by name: firing if any of
+// its label sets fires, else pending.
+func (p *prometheus) alerts() (map[string]string, error) {
+	data, err := p.api("/api/v1/alerts", nil)
+	if err != nil {
+		return nil, err
+	}
+	var d struct {
+		Alerts []struct {
+			Labels map[string]string `json:"labels"`
+			State  string            `json:"state"`
+		} `json:"alerts"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, a := range d.Alerts {
+		name := a.Labels["alertname"]
+		if out[name] != "firing" {
+			out[name] = a.State
+		}
+	}
+	return out, nil
+}
+
+// watchAlerts polls the alerts until cond holds on them, logging every
+// change of state of the named alerts with the time since start.
+func (p *prometheus) watchAlerts(t *testing.T, limit time.Duration, what string, names []string, cond func(map[string]string) bool) {
+	t.Helper()
+	start := time.Now()
+	last, err := p.alerts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		t.Logf("  %6.1f s  %s: %s", 0.0, n, stateOf(last, n))
+	}
+	waitFor(t, limit, what, func() (bool, string) {
+		st, err := p.alerts()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, n := range names {
+			if now := stateOf(st, n); now != stateOf(last, n) {
+				t.Logf("  %6.1f s  %s: %s -> %s", time.Since(start).Seconds(), n, stateOf(last, n), now)
+			}
+		}
+		last = st
+		return cond(st), fmt.Sprintf("alerts now %v", st)
+	})
+}
+
+func stateOf(st map[string]string, name string) string {
+	if s, ok := st[name]; ok {
+		return s
+	}
+	return "inactive"
+}
+
+func allIn(st map[string]string, names []string, states ...string) bool {
+	for _, n := range names {
+		ok := false
+		for _, s := range states {
+			ok = ok || stateOf(st, n) == s
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// dashboardQuery is one dashboard query made ready for the HTTP API.
+type dashboardQuery struct {
+	name   string // uid, panel and refId, or the variable
+	promQL string
+}
+
+func dashboardQueries(t *testing.T, varsOf func(uid string) map[string]string) []dashboardQuery {
+	t.Helper()
+	qs, err := dashboards.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []dashboardQuery
+	for _, q := range qs {
+		expr, ok := q.PromQL()
+		if !ok {
+			continue
+		}
+		name := fmt.Sprintf("%s / %s %s", q.Dashboard, q.Panel, q.RefID)
+		switch {
+		case q.Variable != "":
+			name = fmt.Sprintf("%s / variable %s", q.Dashboard, q.Variable)
+		case q.Annotation != "":
+			name = fmt.Sprintf("%s / annotation %s", q.Dashboard, q.Annotation)
+		}
+		e := dashboards.Expand(expr, varsOf(q.Dashboard))
+		if strings.Contains(e, "$") {
+			t.Fatalf("%s: a variable is left after expansion: %s", name, e)
+		}
+		out = append(out, dashboardQuery{name: name, promQL: e})
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d dashboard queries found", len(out))
+	}
+	return out
+}
+
+// TestPrometheusDashboardsAndAlerts: a real Prometheus scrapes the two
+// exporters while they probe each other. Every dashboard query must
+// return series, and the retry and probe-failure alerts must change state
+// with faults injected for real, then clear when the faults end.
+func TestPrometheusDashboardsAndAlerts(t *testing.T) {
+	a, b := pair(t)
+	// rxe has no counters/ directory (the InfiniBand port counters: data
+	// bytes, symbol and link errors) and no congestion counters, so the
+	// panels built on them have nothing to show from rxe. A third exporter
+	// reads the collector's sysfs fixture (an mlx5 port with both), so
+	// those queries and joins run on mlx5-shaped series too: static
+	// values, checked for shape only, never reported as measured.
+	fixture, err := filepath.Abs(filepath.Join("..", "collector", "testdata", "sysfs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mlx5 := runExporter(t, t.TempDir(), "mlx5-fixture", freePort(t, "127.0.0.1"),
+		"responder: {enabled: false}\n", "--sysfs.root="+fixture, "--device=mlx5_0")
+	prom := startPrometheus(t, a.web, b.web, mlx5.web)
+
+	waitFor(t, 60*time.Second, "prometheus scraping the three exporters", func() (bool, string) {
+		n, err := prom.query(`up{job="rdma_exporter"} == 1`)
+		return n == 3, fmt.Sprintf("%d up, %v", n, err)
+	})
+	took := waitFor(t, 90*time.Second, "recording rules holding latency quantiles and bandwidth of both exporters", func() (bool, string) {
+		n, err := prom.query(`rdma:probe_latency_seconds:p99_5m`)
+		m, err2 := prom.query(`rdma_probe_bandwidth_bytes_per_second > 0`)
+		return n >= 2 && m >= 2, fmt.Sprintf("%d p99 series (%v), %d bandwidth series (%v)", n, err, m, err2)
+	})
+	t.Logf("recording rules filled %v after prometheus started", took.Round(time.Millisecond))
+
+	// Every dashboard query: the drill-down on target b as seen from
+	// exporter a; the ports dashboard on every device of every exporter,
+	// as its All selection does.
+	queries := dashboardQueries(t, func(uid string) map[string]string {
+		if uid == "rdma-ports" {
+			return map[string]string{"datasource": "prometheus", "instance": ".*", "device": ".*"}
+		}
+		return map[string]string{"datasource": "prometheus", "target": "b", "instance": a.web}
+	})
+	empty := map[string]bool{}
+	runQueries := func(when string) {
+		for _, q := range queries {
+			if when != "healthy" && !empty[q.name] {
+				continue
+			}
+			n, err := prom.query(q.promQL)
+			if err != nil {
+				t.Errorf("%s: %v\n  query: %s", q.name, err, q.promQL)
+				continue
+			}
+			if n == 0 {
+				empty[q.name] = true
+				continue
+			}
+			delete(empty, q.name)
+			t.Logf("%-70s %3d series (%s)", q.name, n, when)
+		}
+	}
+	runQueries("healthy")
+
+	// Quiet while healthy: the alerts watched below stay inactive.
+	watched := []string{"RDMAProbeRetryErrors", "RDMAProbeFailing", "RDMAPortRetryCountersRising", "RDMAPortNotActive"}
+	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		st, err := prom.alerts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range watched {
+			if s := stateOf(st, n); s != "inactive" {
+				t.Errorf("%s is %s on a healthy testbed", n, s)
+			}
+		}
+		if t.Failed() {
+			t.Logf("port retry rates:\n%s", prom.values(`rdma:port_retry_counters:rate5m > 0`))
+			t.Logf("completion errors:\n%s", prom.values(`increase(rdma_probe_completion_errors_total[20s]) > 0`))
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+
+	// Every RoCE packet lost, ARP spared: QPs connect, then probes end in
+	// RETRY_EXC_ERR and the ports count retries.
+	lossAlerts := []string{"RDMAProbeRetryErrors", "RDMAProbeFailing", "RDMAPortRetryCountersRising"}
+	t.Log("100% RoCE loss on veth1:")
+	unloss := roceLoss(t, "100%")
+	prom.watchAlerts(t, 60*time.Second, "retry and failure alerts firing with 100% RoCE loss", lossAlerts, func(st map[string]string) bool {
+		return allIn(st, lossAlerts, "firing")
+	})
+	runQueries("100% RoCE loss")
+	unloss()
+	t.Log("loss removed:")
+	prom.watchAlerts(t, 90*time.Second, "retry and failure alerts clear after the loss ends", lossAlerts, func(st map[string]string) bool {
+		return allIn(st, lossAlerts, "inactive")
+	})
+
+	// Every packet on veth1 lost, ARP included: connecting a new QP finds
+	// no answer from the peer's address and times out.
+	t.Log("100% loss of every packet on veth1:")
+	tc(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "100%")
+	waitFor(t, 30*time.Second, "timeouts recorded with every packet lost", func() (bool, string) {
+		n, err := prom.query(`increase(rdma_probe_timeouts_total[20s]) > 0`)
+		return n > 0, fmt.Sprintf("%d series with new timeouts, %v", n, err)
+	})
+	prom.watchAlerts(t, 60*time.Second, "probe failure alert firing with every packet lost", []string{"RDMAProbeFailing"}, func(st map[string]string) bool {
+		return allIn(st, []string{"RDMAProbeFailing"}, "firing")
+	})
+	runQueries("every packet lost")
+	tc(t, "qdisc", "del", "dev", "veth1", "root")
+
+	// The link goes down: the ports are not ACTIVE and every probe fails.
+	downAlerts := []string{"RDMAProbeFailing", "RDMAPortNotActive"}
+	t.Log("veth1 down:")
+	ip(t, "link", "set", "veth1", "down")
+	up := func() { _ = exec.Command("ip", "link", "set", "veth1", "up").Run() }
+	defer up()
+	prom.watchAlerts(t, 60*time.Second, "failure and port alerts firing with the link down", downAlerts, func(st map[string]string) bool {
+		return allIn(st, downAlerts, "firing")
+	})
+	runQueries("link down")
+	up()
+	t.Log("veth1 up:")
+	waitFor(t, 20*time.Second, "rxe ports ACTIVE again", portsActive)
+	prom.watchAlerts(t, 90*time.Second, "failure and port alerts clear after link up", downAlerts, func(st map[string]string) bool {
+		return allIn(st, downAlerts, "inactive")
+	})
+
+	if len(empty) > 0 {
+		var names []string
+		for n := range empty {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			for _, q := range queries {
+				if q.name == n {
+					t.Errorf("%s returned no series, healthy or under faults\n  query: %s", n, q.promQL)
+				}
+			}
+		}
+	}
+	t.Logf("%d dashboard queries, each returned series", len(queries)-len(empty))
+}
