@@ -385,6 +385,9 @@ func (e *exporter) reload(ctx context.Context) error {
 		e.logger.Error("reload failed; keeping the old configuration", "err", err)
 		return err
 	}
+	e.cfg.RLock()
+	e.sched.SetLimits(e.cfg.C.Targets.Jitter, e.cfg.C.Targets.MaxProbesPerSecond)
+	e.cfg.RUnlock()
 	// The old probes go on until the new discovery's first set replaces
 	// them, so a reload leaves no gap in probing.
 	e.stopDiscovery()

@@ -33,11 +33,16 @@ type Scheduler struct {
 	// MaxPerSecond caps the probes sent to one target, over all its
 	// jobs; 0 means no cap.
 	MaxPerSecond float64
-	Logger       *slog.Logger
+	// Both above are read under mu once probing runs; change them with
+	// SetLimits.
+	Logger *slog.Logger
 
-	lag   prometheus.Histogram
-	mu    sync.Mutex
-	next  map[string]time.Time // per target: the earliest a probe may start
+	lag  prometheus.Histogram
+	mu   sync.Mutex
+	next map[string]time.Time // per target: the earliest a probe may start
+	// swept is len(next) after the last sweep of past entries; targets
+	// come and go with DNS answers, so the map is swept when it doubles.
+	swept int
 	rand  *rand.Rand
 	randM sync.Mutex
 }
@@ -93,7 +98,10 @@ func (s *Scheduler) loop(ctx context.Context, j Job) {
 		}
 		// The next probe is due an interval after this one was, not
 		// after it ended, so a slow target does not drift its schedule.
-		spread := 1 + s.Jitter*(2*s.uniform()-1)
+		s.mu.Lock()
+		jitter := s.Jitter
+		s.mu.Unlock()
+		spread := 1 + jitter*(2*s.uniform()-1)
 		due = due.Add(time.Duration(spread * float64(j.Interval)))
 		if now := time.Now(); due.Before(now) {
 			due = now
@@ -104,21 +112,40 @@ func (s *Scheduler) loop(ctx context.Context, j Job) {
 // admit waits until the target's rate cap allows a probe and books it;
 // it returns the start time, or zero when ctx ended first.
 func (s *Scheduler) admit(ctx context.Context, target string) time.Time {
+	s.mu.Lock()
 	if s.MaxPerSecond <= 0 {
+		s.mu.Unlock()
 		return time.Now()
 	}
 	gap := time.Duration(float64(time.Second) / s.MaxPerSecond)
-	s.mu.Lock()
 	start := time.Now()
 	if n := s.next[target]; n.After(start) {
 		start = n
 	}
 	s.next[target] = start.Add(gap)
+	if len(s.next) > 2*max(s.swept, 32) {
+		// An entry in the past no longer holds anything back.
+		for t, n := range s.next {
+			if n.Before(start) {
+				delete(s.next, t)
+			}
+		}
+		s.swept = len(s.next)
+	}
 	s.mu.Unlock()
 	if !sleepUntil(ctx, start) {
 		return time.Time{}
 	}
 	return start
+}
+
+// SetLimits changes the jitter and the per-target rate cap, for a
+// reloaded configuration; probes under way take them from their next
+// round.
+func (s *Scheduler) SetLimits(jitter, maxPerSecond float64) {
+	s.mu.Lock()
+	s.Jitter, s.MaxPerSecond = jitter, maxPerSecond
+	s.mu.Unlock()
 }
 
 func (s *Scheduler) uniform() float64 {

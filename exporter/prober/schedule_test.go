@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,5 +117,47 @@ func TestSchedulerSlowTarget(t *testing.T) {
 	s.Run(ctx, jobs("slow:1"))
 	if m := rec.maxIn.Load(); m != 1 {
 		t.Errorf("%d probes of one job in flight at once", m)
+	}
+}
+
+// TestSchedulerForgetsPastTargets: addresses that came and went (DNS
+// answers change) do not stay in the rate cap's bookkeeping forever.
+func TestSchedulerForgetsPastTargets(t *testing.T) {
+	s := NewScheduler(prometheus.NewRegistry(), nil, nil, 0, 1000, nil)
+	ctx := context.Background()
+	for i := range 1000 {
+		if s.admit(ctx, "10.0.0."+strconv.Itoa(i)+":18520").IsZero() {
+			t.Fatal("admit gave up with a live context")
+		}
+		// Each entry holds for 1 ms; let it pass before the next.
+		time.Sleep(1100 * time.Microsecond)
+	}
+	s.mu.Lock()
+	n := len(s.next)
+	s.mu.Unlock()
+	if n > 64 {
+		t.Errorf("%d targets remembered after 1000 came and went, want at most 64", n)
+	}
+}
+
+// TestSchedulerSetLimits: a reload's rate cap applies to probes already
+// running.
+func TestSchedulerSetLimits(t *testing.T) {
+	s := NewScheduler(prometheus.NewRegistry(), nil, nil, 0, 0, nil)
+	ctx := context.Background()
+	first := s.admit(ctx, "t")
+	s.SetLimits(0.5, 10) // at most one probe per 100 ms
+	a, b := s.admit(ctx, "t"), s.admit(ctx, "t")
+	if gap := b.Sub(a); gap < 90*time.Millisecond {
+		t.Errorf("after SetLimits(_, 10), two probes of one target %v apart, want >= 100 ms", gap)
+	}
+	if first.IsZero() {
+		t.Error("no cap: admit returned zero")
+	}
+	s.mu.Lock()
+	j := s.Jitter
+	s.mu.Unlock()
+	if j != 0.5 {
+		t.Errorf("jitter %v after SetLimits(0.5, _)", j)
 	}
 }
