@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rdmarun/rdmarun/rdma"
 )
@@ -173,35 +176,77 @@ func TestBandwidthRecorded(t *testing.T) {
 	}
 }
 
+// benchTargets creates the long-lived series of n targets, as the
+// exporter does at start, and reports the heap they hold.
+func benchTargets(b *testing.B, n int) (reg *prometheus.Registry, m *Metrics, keys []Key, heapPerTarget float64) {
+	b.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	reg = prometheus.NewRegistry()
+	m = NewMetrics(reg)
+	keys = make([]Key, n)
+	for i := range keys {
+		keys[i] = key
+		keys[i].Target = fmt.Sprintf("10.1.%d.%d:18520", i/250, i%250)
+		m.Init(keys[i], false)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return reg, m, keys, float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+// cpuTime is the process's user plus system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkProbeRound probes 1,000 targets once each through a fake
 // transport that returns 100 latency samples: the cost of the metrics
-// side of a probe round, per target.
+// side of one probe round over the fleet (an op is a round).
 func BenchmarkProbeRound(b *testing.B) {
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	_, m, keys, heap := benchTargets(b, 1000)
 	samples := make([]int64, 100)
 	for i := range samples {
 		samples[i] = int64(2000 + i*37)
 	}
 	res := latencyResult(samples...)
 	tr := func(context.Context, string, rdma.TestSpec) (*rdma.Result, error) { return res, nil }
-	keys := make([]Key, 1000)
-	for i := range keys {
-		keys[i] = key
-		keys[i].Target = fmt.Sprintf("10.1.%d.%d:18520", i/250, i%250)
-		m.Init(keys[i], false)
-	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
 	for range b.N {
 		for _, k := range keys {
 			_ = ProbeRDMA(context.Background(), tr, m, k, k.Target, rdma.TestSpec{Op: rdma.OpWrite}, time.Second)
 		}
 	}
-	b.StopTimer()
-	start := time.Now()
-	if _, err := reg.Gather(); err != nil {
-		b.Fatal(err)
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(heap, "heap-B/target")
+}
+
+// BenchmarkScrape serves /metrics for 1,000 probed targets, as Prometheus
+// would scrape it: gathering and encoding every series (an op is a scrape).
+func BenchmarkScrape(b *testing.B) {
+	reg, m, keys, heap := benchTargets(b, 1000)
+	res := latencyResult(2000, 3000, 5000, 9000, 40000)
+	tr := func(context.Context, string, rdma.TestSpec) (*rdma.Result, error) { return res, nil }
+	for _, k := range keys {
+		_ = ProbeRDMA(context.Background(), tr, m, k, k.Target, rdma.TestSpec{Op: rdma.OpWrite}, time.Second)
 	}
-	b.ReportMetric(float64(time.Since(start).Microseconds()), "us/scrape")
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	var size int
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime()
+	for range b.N {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		size = w.Body.Len()
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(size), "body-B")
+	b.ReportMetric(heap, "heap-B/target")
 }
