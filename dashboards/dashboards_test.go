@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/rdmarun/rdmarun/internal/promtooltest"
 )
 
 func load(t *testing.T) []Dashboard {
@@ -263,7 +265,7 @@ func expandedQueries(t *testing.T) map[string][]Query {
 // check rules` checks. This avoids a dependency on Prometheus' own Go
 // module for its parser.
 func TestQueriesParse(t *testing.T) {
-	pt := promtool(t)
+	pt := promtooltest.Path(t)
 	var b strings.Builder
 	b.WriteString("groups:\n")
 	n := 0
@@ -297,7 +299,7 @@ func TestQueriesParse(t *testing.T) {
 // TestPromtoolCatchesBadQueries: the check above fails on a bad query,
 // rather than passing whatever it is given.
 func TestPromtoolCatchesBadQueries(t *testing.T) {
-	pt := promtool(t)
+	pt := promtooltest.Path(t)
 	p := filepath.Join(t.TempDir(), "bad.yml")
 	bad := "groups:\n  - name: g\n    rules:\n      - record: query_1\n        expr: \"rate(x[$__rate_interval])\"\n"
 	if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
@@ -306,24 +308,6 @@ func TestPromtoolCatchesBadQueries(t *testing.T) {
 	if out, err := exec.Command(pt, "check", "rules", p).CombinedOutput(); err == nil {
 		t.Errorf("promtool accepted an unexpanded query:\n%s", out)
 	}
-}
-
-// promtool finds the promtool binary ($PROMTOOL, else on $PATH). Without
-// one the test is skipped, unless RDMARUN_REQUIRE_PROMTOOL is set, as
-// `make rules-test` does, so that CI cannot pass by skipping.
-func promtool(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("PROMTOOL"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("RDMARUN_REQUIRE_PROMTOOL") != "" {
-			t.Fatalf("promtool not found and RDMARUN_REQUIRE_PROMTOOL is set: %v", err)
-		}
-		t.Skip("promtool not found; set RDMARUN_REQUIRE_PROMTOOL=1 to make this an error")
-	}
-	return p
 }
 
 func TestExpand(t *testing.T) {

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/rdmarun/rdmarun/internal/promtooltest"
 )
 
 // The daemons below probe a static target where nothing listens, so that
@@ -404,30 +406,12 @@ func TestWebConfigInvalid(t *testing.T) {
 	}
 }
 
-// promtoolPath finds promtool; CI sets RDMARUN_REQUIRE_PROMTOOL so that
-// a lost package fails the build instead of skipping the lint silently.
-func promtoolPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("RDMARUN_REQUIRE_PROMTOOL") != "" {
-			t.Fatalf("RDMARUN_REQUIRE_PROMTOOL is set but promtool is not installed: %v", err)
-		}
-		t.Skipf("promtool is not installed (%v); set RDMARUN_REQUIRE_PROMTOOL to make this a failure", err)
-	}
-	return p
-}
-
 // promtoolCheck fails t on anything promtool says about exposition: it
 // prints lint problems and exits non-zero, and says nothing when all is well.
 func promtoolCheck(t *testing.T, exposition []byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, promtoolPath(t), "check", "metrics")
-	cmd.Stdin = bytes.NewReader(exposition)
-	out, err := cmd.CombinedOutput()
-	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+	out, err := promtooltest.CheckMetrics(t, exposition)
+	if err != nil || out != "" {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
@@ -436,7 +420,7 @@ func promtoolCheck(t *testing.T, exposition []byte) {
 // running daemon: probe series for the dead target, the reload, scheduler,
 // port-collector, build, Go and process metrics.
 func TestPromtoolDaemonMetrics(t *testing.T) {
-	promtoolPath(t)
+	promtooltest.Path(t)
 	d := startDaemon(t, "")
 	c := newClient(t, nil)
 	metrics := "http://" + d.addr + "/metrics"

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/rdmarun/rdmarun/internal/promtooltest"
 )
 
 // wantAlerts is the issue's list of alerts: a renamed or dropped alert
@@ -226,24 +228,6 @@ func TestEveryAlertTested(t *testing.T) {
 	}
 }
 
-// promtool finds the promtool binary ($PROMTOOL, else on $PATH). Without
-// one the test is skipped, unless RDMARUN_REQUIRE_PROMTOOL is set, as
-// `make rules-test` does, so that CI cannot pass by skipping.
-func promtool(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("PROMTOOL"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("RDMARUN_REQUIRE_PROMTOOL") != "" {
-			t.Fatalf("promtool not found and RDMARUN_REQUIRE_PROMTOOL is set: %v", err)
-		}
-		t.Skip("promtool not found; set RDMARUN_REQUIRE_PROMTOOL=1 to make this an error")
-	}
-	return p
-}
-
 func run(t *testing.T, name string, args ...string) {
 	t.Helper()
 	out, err := exec.Command(name, args...).CombinedOutput()
@@ -253,7 +237,7 @@ func run(t *testing.T, name string, args ...string) {
 }
 
 func TestPromtool(t *testing.T) {
-	pt := promtool(t)
+	pt := promtooltest.Path(t)
 	run(t, pt, append([]string{"check", "rules"}, Names()...)...)
 	run(t, pt, append([]string{"test", "rules"}, testFiles(t)...)...)
 }
@@ -439,7 +423,7 @@ func TestRewriteShipped(t *testing.T) {
 			}
 		}
 	}
-	pt := promtool(t)
+	pt := promtooltest.Path(t)
 	run(t, pt, append([]string{"check", "rules"}, paths...)...)
 }
 
@@ -448,7 +432,7 @@ func TestRewriteShipped(t *testing.T) {
 // is still pending, and a 60s staleness threshold makes a probe stale
 // within minutes.
 func TestRewrittenRulesFireSooner(t *testing.T) {
-	pt := promtool(t)
+	pt := promtooltest.Path(t)
 	dir := t.TempDir()
 	paths, err := Rewrite(dir, Options{For: time.Minute, Range: 2 * time.Minute,
 		Thresholds: map[string]float64{thresholdPrefix + "probe_stale_seconds": 60}})
