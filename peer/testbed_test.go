@@ -32,6 +32,8 @@ import (
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/rdma/rdmatest"
+
+	"github.com/rdmarun/rdmarun/internal/netfault"
 )
 
 // responder is a running `rdmarun serve`.
@@ -263,40 +265,6 @@ func TestSilentResponder(t *testing.T) {
 	t.Logf("after %v: %v", took, err)
 }
 
-func ip(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %v: %v: %s", args, err, out)
-	}
-}
-
-func tc(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("tc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("tc %v: %v: %s", args, err, out)
-	}
-}
-
-// waitActive waits until both rxe ports are ACTIVE again after a fault.
-func waitActive(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok := true
-		for _, dev := range []string{"rxe0", "rxe1"} {
-			b, _ := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
-			ok = ok && strings.Contains(string(b), "ACTIVE")
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("rxe ports not ACTIVE 15 s after the fault was removed")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // faultRun starts a long test, injects a fault after a second, and
 // returns the error and how long after the fault it came.
 func faultRun(t *testing.T, r *responder, spec rdma.TestSpec, inject func()) (time.Duration, error) {
@@ -328,9 +296,9 @@ var faultSpec = rdma.TestSpec{
 // stall deadline (5 s) is the backstop.
 func TestLinkDown(t *testing.T) {
 	r := startResponder(t)
-	after, err := faultRun(t, r, faultSpec, func() { ip(t, "link", "set", "veth1", "down") })
-	ip(t, "link", "set", "veth1", "up")
-	waitActive(t)
+	after, err := faultRun(t, r, faultSpec, func() { netfault.IP(t, "link", "set", "veth1", "down") })
+	netfault.IP(t, "link", "set", "veth1", "up")
+	netfault.WaitActive(t, 15*time.Second, "rxe0", "rxe1")
 	var ce *rdma.CompletionError
 	var se *rdma.StallError
 	switch {
@@ -354,8 +322,8 @@ func TestLinkDown(t *testing.T) {
 // and timeout 14 rxe reports RETRY_EXC_ERR within about half a second.
 func TestLossAll(t *testing.T) {
 	r := startResponder(t)
-	after, err := faultRun(t, r, faultSpec, func() { tc(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "100%") })
-	tc(t, "qdisc", "del", "dev", "veth1", "root")
+	after, err := faultRun(t, r, faultSpec, func() { netfault.TC(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "100%") })
+	netfault.TC(t, "qdisc", "del", "dev", "veth1", "root")
 	var ce *rdma.CompletionError
 	var se *rdma.StallError
 	if !errors.As(err, &ce) && !errors.As(err, &se) {
@@ -371,8 +339,8 @@ func TestLossAll(t *testing.T) {
 // counters moved.
 func TestLossSome(t *testing.T) {
 	r := startResponder(t)
-	tc(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "5%")
-	defer tc(t, "qdisc", "del", "dev", "veth1", "root")
+	netfault.TC(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "5%")
+	defer netfault.TC(t, "qdisc", "del", "dev", "veth1", "root")
 	res := run(t, r, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Iterations: 300, QP: rdma.QPAttrs{RetryCnt: 7}, StallTimeout: rdma.Duration(20 * time.Second)})
 	moved := res.Sides[0].Counters.HWCounters["completer_retry_err"] + res.Sides[0].Counters.HWCounters["rcvd_seq_err"] +
 		res.Sides[1].Counters.HWCounters["out_of_seq_request"] + res.Sides[1].Counters.HWCounters["duplicate_request"]

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/rdmarun/rdmarun/internal/netfault"
 )
 
 // The module's schedule, as probeModule sets it.
@@ -141,7 +143,7 @@ func TestExportersProbeEachOther(t *testing.T) {
 	s0 := [2]scrape{a.scrape(t), b.scrape(t)}
 	time.Sleep(window)
 	s1 := [2]scrape{a.scrape(t), b.scrape(t)}
-	unloss := roceLoss(t, "5%")
+	unloss := netfault.RoCELoss(t, "veth1", "5%")
 	time.Sleep(window)
 	s2 := [2]scrape{a.scrape(t), b.scrape(t)}
 	unloss()
@@ -196,7 +198,7 @@ func TestExportersProbeEachOther(t *testing.T) {
 	// Every RoCE packet lost, ARP spared: QPs connect and the data path
 	// fails, so probes end with error completions, by status.
 	before := [2]scrape{a.scrape(t), b.scrape(t)}
-	unloss = roceLoss(t, "100%")
+	unloss = netfault.RoCELoss(t, "veth1", "100%")
 	lost := time.Now()
 	took = waitFor(t, 15*time.Second, "RETRY_EXC_ERR completions counted on both with 100% RoCE loss", func() (bool, string) {
 		ok := true
@@ -218,7 +220,7 @@ func TestExportersProbeEachOther(t *testing.T) {
 
 	// Link down: every probe fails within its timeout, and is counted.
 	before = [2]scrape{a.scrape(t), b.scrape(t)}
-	ip(t, "link", "set", "veth1", "down")
+	netfault.IP(t, "link", "set", "veth1", "down")
 	down := time.Now()
 	linkUp := func() {
 		if out, err := exec.Command("ip", "link", "set", "veth1", "up").CombinedOutput(); err != nil {
@@ -278,7 +280,7 @@ func TestExportersProbeEachOther(t *testing.T) {
 	// Link up: the same processes recover.
 	linkUp()
 	upAt := time.Now()
-	waitFor(t, 20*time.Second, "rxe ports ACTIVE again", portsActive)
+	netfault.WaitActive(t, 20*time.Second, "rxe0", "rxe1")
 	allHealthy("healthy again after link up")
 	t.Logf("healthy again %v after link up (link was down %v)", time.Since(upAt).Round(time.Millisecond), upAt.Sub(down).Round(time.Millisecond))
 	for _, e := range es {

@@ -305,55 +305,6 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() (bool, 
 	}
 }
 
-func ip(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %v: %v: %s", args, err, out)
-	}
-}
-
-func tc(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("tc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("tc %v: %v: %s", args, err, out)
-	}
-}
-
-// roceLoss makes veth1 drop pct of the RoCE packets it sends (UDP port
-// 4791) and nothing else: ARP still answers, so a probe's QPs connect and
-// it fails on the RDMA data path itself. (The control channel is not
-// touched either way: between the testbed's two local addresses, an
-// unbound TCP socket goes over lo.) The returned func removes it.
-func roceLoss(t *testing.T, pct string) (remove func()) {
-	t.Helper()
-	tc(t, "qdisc", "add", "dev", "veth1", "root", "handle", "1:", "prio")
-	tc(t, "qdisc", "add", "dev", "veth1", "parent", "1:3", "handle", "30:", "netem", "loss", pct)
-	tc(t, "filter", "add", "dev", "veth1", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-		"match", "ip", "protocol", "17", "0xff", "match", "ip", "dport", "4791", "0xffff", "flowid", "1:3")
-	done := false
-	remove = func() {
-		if !done {
-			done = true
-			tc(t, "qdisc", "del", "dev", "veth1", "root")
-		}
-	}
-	t.Cleanup(remove)
-	return remove
-}
-
-// portsActive reports whether both rxe ports are ACTIVE.
-func portsActive() (bool, string) {
-	var states []string
-	ok := true
-	for _, dev := range []string{"rxe0", "rxe1"} {
-		b, _ := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
-		s := strings.TrimSpace(string(b))
-		states = append(states, dev+" "+s)
-		ok = ok && strings.Contains(s, "ACTIVE")
-	}
-	return ok, strings.Join(states, ", ")
-}
-
 // rdmaObjects counts the kernel's RDMA objects (PDs, CQs, QPs, MRs,
 // contexts, SRQs, CM ids) over every device, as `rdma resource show`
 // reports them: the resources a leaking prober would leave behind.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/rdmarun/rdmarun/dashboards"
 	"github.com/rdmarun/rdmarun/prometheus/rules"
+
+	"github.com/rdmarun/rdmarun/internal/netfault"
 )
 
 // prometheus is a real Prometheus server (Debian's package) scraping the
@@ -380,7 +382,7 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 	// RETRY_EXC_ERR and the ports count retries.
 	lossAlerts := []string{"RDMAProbeRetryErrors", "RDMAProbeFailing", "RDMAPortRetryCountersRising"}
 	t.Log("100% RoCE loss on veth1:")
-	unloss := roceLoss(t, "100%")
+	unloss := netfault.RoCELoss(t, "veth1", "100%")
 	prom.watchAlerts(t, 60*time.Second, "retry and failure alerts firing with 100% RoCE loss", lossAlerts, func(st map[string]string) bool {
 		return allIn(st, lossAlerts, "firing")
 	})
@@ -394,7 +396,7 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 	// Every packet on veth1 lost, ARP included: connecting a new QP finds
 	// no answer from the peer's address and times out.
 	t.Log("100% loss of every packet on veth1:")
-	tc(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "100%")
+	unloss = netfault.Loss(t, "veth1", "100%")
 	waitFor(t, 30*time.Second, "timeouts recorded with every packet lost", func() (bool, string) {
 		n, err := prom.query(`increase(rdma_probe_timeouts_total[20s]) > 0`)
 		return n > 0, fmt.Sprintf("%d series with new timeouts, %v", n, err)
@@ -403,12 +405,12 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 		return allIn(st, []string{"RDMAProbeFailing"}, "firing")
 	})
 	runQueries("every packet lost")
-	tc(t, "qdisc", "del", "dev", "veth1", "root")
+	unloss()
 
 	// The link goes down: the ports are not ACTIVE and every probe fails.
 	downAlerts := []string{"RDMAProbeFailing", "RDMAPortNotActive"}
 	t.Log("veth1 down:")
-	ip(t, "link", "set", "veth1", "down")
+	netfault.IP(t, "link", "set", "veth1", "down")
 	up := func() { _ = exec.Command("ip", "link", "set", "veth1", "up").Run() }
 	defer up()
 	prom.watchAlerts(t, 60*time.Second, "failure and port alerts firing with the link down", downAlerts, func(st map[string]string) bool {
@@ -417,7 +419,7 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 	runQueries("link down")
 	up()
 	t.Log("veth1 up:")
-	waitFor(t, 20*time.Second, "rxe ports ACTIVE again", portsActive)
+	netfault.WaitActive(t, 20*time.Second, "rxe0", "rxe1")
 	prom.watchAlerts(t, 90*time.Second, "failure and port alerts clear after link up", downAlerts, func(st map[string]string) bool {
 		return allIn(st, downAlerts, "inactive")
 	})

@@ -1,0 +1,93 @@
+// Package netfault injects real network faults into the testbed VM for
+// tests: the veth under a soft-RoCE device goes down, or netem drops its
+// packets. It runs the ip and tc tools, so it works only as root inside
+// the VM (tests with the testbed build tag).
+package netfault
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// IP runs `ip ARGS...` and fails t if it fails.
+func IP(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v: %v: %s", args, err, out)
+	}
+}
+
+// TC runs `tc ARGS...` and fails t if it fails.
+func TC(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("tc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("tc %v: %v: %s", args, err, out)
+	}
+}
+
+// Loss makes dev drop pct (e.g. "5%") of every packet it sends, ARP
+// included. The returned func removes it; so does t's cleanup.
+func Loss(t testing.TB, dev, pct string) (remove func()) {
+	t.Helper()
+	TC(t, "qdisc", "add", "dev", dev, "root", "netem", "loss", pct)
+	return removeRoot(t, dev)
+}
+
+// RoCELoss makes dev drop pct of the RoCE packets it sends (UDP port
+// 4791) and nothing else: ARP still answers, so QPs connect and a test
+// fails on the RDMA data path itself. The returned func removes it; so
+// does t's cleanup.
+func RoCELoss(t testing.TB, dev, pct string) (remove func()) {
+	t.Helper()
+	TC(t, "qdisc", "add", "dev", dev, "root", "handle", "1:", "prio")
+	TC(t, "qdisc", "add", "dev", dev, "parent", "1:3", "handle", "30:", "netem", "loss", pct)
+	TC(t, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+		"match", "ip", "protocol", "17", "0xff", "match", "ip", "dport", "4791", "0xffff", "flowid", "1:3")
+	return removeRoot(t, dev)
+}
+
+func removeRoot(t testing.TB, dev string) func() {
+	done := false
+	remove := func() {
+		if !done {
+			done = true
+			TC(t, "qdisc", "del", "dev", dev, "root")
+		}
+	}
+	t.Cleanup(remove)
+	return remove
+}
+
+// PortsActive reports whether every named RDMA device's port 1 is ACTIVE,
+// and the states it read.
+func PortsActive(devs ...string) (bool, string) {
+	var states []string
+	ok := true
+	for _, dev := range devs {
+		b, _ := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
+		s := strings.TrimSpace(string(b))
+		states = append(states, dev+" "+s)
+		ok = ok && strings.Contains(s, "ACTIVE")
+	}
+	return ok, strings.Join(states, ", ")
+}
+
+// WaitActive waits at most limit for the devices' ports to be ACTIVE
+// again after a fault, and fails t if they are not.
+func WaitActive(t testing.TB, limit time.Duration, devs ...string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, states := PortsActive(devs...)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ports not ACTIVE %v after the fault was removed: %s", limit, states)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
