@@ -1,0 +1,257 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rdmarun/rdmarun/internal/golden"
+)
+
+// The fixture trees hold device directories directly, so over them the
+// collector uses its own reader alone. These tests put the same devices
+// under a .../class/infiniband directory, where procfs reads them.
+
+// classRoot builds <tmp>/sys/class/infiniband as the kernel lays it out,
+// one symlink per device, here pointing at fixture device directories
+// (devices maps a device name to its directory). It returns the class
+// directory, the --sysfs.root that makes the collector use procfs.
+func classRoot(t *testing.T, devices map[string]string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "sys", "class", "infiniband")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range devices {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(abs, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// treeDevices maps each device of the fixture tree to its directory.
+func treeDevices(t *testing.T, tree string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join("testdata", tree))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		out[e.Name()] = filepath.Join("testdata", tree, e.Name())
+	}
+	return out
+}
+
+// fallbackLog is a slog.Handler noting the devices the collector read
+// without procfs.
+type fallbackLog struct {
+	mu      sync.Mutex
+	devices []string
+}
+
+func (l *fallbackLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *fallbackLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *fallbackLog) WithGroup(string) slog.Handler            { return l }
+
+func (l *fallbackLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != procfsFallbackMsg {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "device" {
+			l.mu.Lock()
+			l.devices = append(l.devices, a.Value.String())
+			l.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (l *fallbackLog) fellBack() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Sorted(slices.Values(l.devices))
+}
+
+// procfsCollector returns a collector over a class directory, and the log
+// of its fallbacks; it fails t if procfs would not be used at all.
+func procfsCollector(t *testing.T, root string) (*PortCollector, *fallbackLog) {
+	t.Helper()
+	log := &fallbackLog{}
+	c := NewPortCollector(root, slog.New(log))
+	if c.mount == "" {
+		t.Fatalf("no procfs mount point derived from %s", root)
+	}
+	return c, log
+}
+
+// TestProcfsExposition reads each fixture through procfs and pins it to the
+// same golden file as the own reader: a port reads the same either way.
+// Every "broken" device makes procfs fail (no fw_ver, a non-numeric port,
+// malformed files), so the own reader must take both over, file by file.
+func TestProcfsExposition(t *testing.T) {
+	for tree, wantFallback := range map[string][]string{
+		"sysfs":  nil,
+		"broken": {"bad0", "noports"},
+	} {
+		t.Run(tree, func(t *testing.T) {
+			c, log := procfsCollector(t, classRoot(t, treeDevices(t, tree)))
+			golden.Check(t, tree+".prom", exposition(t, c))
+			if got := log.fellBack(); !slices.Equal(got, wantFallback) {
+				t.Errorf("devices read without procfs: %v, want %v", got, wantFallback)
+			}
+		})
+	}
+}
+
+// TestProcfsFallbackPerDevice mixes devices procfs can read with ones it
+// fails on: only the failing ones are read by the own reader, and each
+// device's series are those of its fixture tree.
+func TestProcfsFallbackPerDevice(t *testing.T) {
+	devices := treeDevices(t, "sysfs")
+	for name, dir := range treeDevices(t, "broken") {
+		devices[name] = dir
+	}
+	c, log := procfsCollector(t, classRoot(t, devices))
+	got := gather(t, c)
+
+	want := series(gather(t, NewPortCollector(filepath.Join("testdata", "sysfs"), nil)))
+	want = append(want, series(gather(t, NewPortCollector(filepath.Join("testdata", "broken"), nil)))...)
+	slices.Sort(want)
+	if g := series(got); !slices.Equal(g, want) {
+		t.Errorf("series differ from the fixture trees'\n--- got\n%s\n--- want\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))
+	}
+	if e := got["rdma_port_collector_errors"]; len(e) != 1 || e[0].value != 5 {
+		t.Errorf("rdma_port_collector_errors = %v, want the broken tree's 5", e)
+	}
+	if got, want := log.fellBack(), []string{"bad0", "noports"}; !slices.Equal(got, want) {
+		t.Errorf("devices read without procfs: %v, want %v", got, want)
+	}
+}
+
+// TestProcfsSilentSkipsCounted covers what procfs accepts without failing
+// the device but the own reader counts as an error: a missing node_guid, a
+// counters/ file reading "N/A (no PMA)", and a malformed counters/ file
+// procfs does not name. Files procfs does not name are still exported.
+// The tree is read both ways and must give the same exposition.
+func TestProcfsSilentSkipsCounted(t *testing.T) {
+	tree := t.TempDir()
+	files := map[string]string{
+		"fw_ver":                          "16.35.2000",
+		"ports/1/state":                   "4: ACTIVE",
+		"ports/1/phys_state":              "5: LinkUp",
+		"ports/1/rate":                    "2.5 Gb/sec (1X SDR)",
+		"ports/1/link_layer":              "InfiniBand",
+		"ports/1/counters/port_xmit_data": "N/A (no PMA)",
+		"ports/1/counters/port_rcv_data":  "25",
+		"ports/1/counters/symbol_error":   "2",
+		"ports/1/counters/vendor_extra":   "7",
+		"ports/1/counters/vendor_bad":     "x",
+		"ports/1/hw_counters/lifespan":    "10",
+		"ports/1/hw_counters/np_cnp_sent": "4",
+		"ports/1/hw_counters/custom_hw":   "11",
+	}
+	for name, content := range files {
+		p := filepath.Join(tree, "mlx5_9", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c, log := procfsCollector(t, classRoot(t, map[string]string{"mlx5_9": filepath.Join(tree, "mlx5_9")}))
+	viaProcfs := exposition(t, c)
+	if got := log.fellBack(); len(got) != 0 {
+		t.Fatalf("devices read without procfs: %v, want none", got)
+	}
+	own := exposition(t, NewPortCollector(tree, nil))
+	if string(viaProcfs) != string(own) {
+		t.Errorf("procfs and the own reader differ\n--- procfs\n%s\n--- own\n%s", viaProcfs, own)
+	}
+
+	got := gather(t, c)
+	if e := got["rdma_port_collector_errors"]; len(e) != 1 || e[0].value != 3 {
+		t.Errorf("rdma_port_collector_errors = %v, want 3: node_guid, port_xmit_data, vendor_bad", e)
+	}
+	dev := map[string]string{"device": "mlx5_9", "port": "1"}
+	named := func(name string) map[string]string {
+		return map[string]string{"device": "mlx5_9", "port": "1", "name": name}
+	}
+	for _, tc := range []struct {
+		family string
+		labels map[string]string
+		want   float64
+	}{
+		{"rdma_port_rate_bytes_per_second", dev, 312.5e6},
+		{"rdma_port_counters_total", named("port_rcv_data"), 25},
+		{"rdma_port_receive_bytes_total", dev, 100},
+		{"rdma_port_counters_total", named("symbol_error"), 2},
+		{"rdma_port_counters_total", named("vendor_extra"), 7},
+		{"rdma_port_hw_counters_total", named("np_cnp_sent"), 4},
+		{"rdma_port_hw_counters_total", named("custom_hw"), 11},
+	} {
+		if v, ok := find(got[tc.family], tc.labels); !ok || v != tc.want {
+			t.Errorf("%s%v = %v (found %v), want %v", tc.family, tc.labels, v, ok, tc.want)
+		}
+	}
+	if n := len(got["rdma_port_transmit_bytes_total"]); n != 0 {
+		t.Errorf("%d rdma_port_transmit_bytes_total series from an N/A port_xmit_data, want none", n)
+	}
+}
+
+// TestProcfsMissingRoot: a host without RDMA devices, or without the
+// mount point, is healthy under procfs as it is under the own reader.
+func TestProcfsMissingRoot(t *testing.T) {
+	tmp := t.TempDir()
+	if err := os.Mkdir(filepath.Join(tmp, "sys"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{
+		filepath.Join(tmp, "sys", "class", "infiniband"),
+		filepath.Join(tmp, "nosys", "class", "infiniband"),
+	} {
+		c, _ := procfsCollector(t, root)
+		got := gather(t, c)
+		if len(got) != 1 {
+			t.Errorf("%s: got families %v, want only rdma_port_collector_errors", root, keys(got))
+		}
+		if e := got["rdma_port_collector_errors"]; len(e) != 1 || e[0].value != 0 {
+			t.Errorf("%s: rdma_port_collector_errors = %v, want 0", root, e)
+		}
+	}
+}
+
+// series renders every sample but the error count as one sorted line each.
+func series(m map[string][]sample) []string {
+	var out []string
+	for family, samples := range m {
+		if family == "rdma_port_collector_errors" {
+			continue
+		}
+		for _, s := range samples {
+			var labels []string
+			for k, v := range s.labels {
+				labels = append(labels, k+"="+v)
+			}
+			slices.Sort(labels)
+			out = append(out, fmt.Sprintf("%s{%s} %v", family, strings.Join(labels, ","), s.value))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
