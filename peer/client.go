@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -26,6 +27,9 @@ type ClientConfig struct {
 	PeerGIDIndex *int
 	// StepTimeout bounds each control step; 0 means 10 s.
 	StepTimeout time.Duration
+	// Logger, when set, hears each step at debug level: what a probe did
+	// before it failed is what its operator asks first.
+	Logger *slog.Logger
 }
 
 // Error is a failed remote test: which responder, at what stage, and why.
@@ -61,14 +65,25 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Resul
 	if step == 0 {
 		step = 10 * time.Second
 	}
-	wrap := func(stage string, err error) error { return &Error{Addr: addr, Stage: stage, Err: err} }
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	since := func() string { return time.Since(start).Round(time.Microsecond).String() }
+	wrap := func(stage string, err error) error {
+		log.Debug("failed", "stage", stage, "after", since(), "err", err)
+		return &Error{Addr: addr, Stage: stage, Err: err}
+	}
 	stepCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, step) }
 
 	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex}))
 	if err != nil {
+		log.Debug("local endpoint failed", "device", cfg.Device, "err", err)
 		return nil, err
 	}
 	defer ep.Close()
+	log.Debug("local endpoint ready", "device", cfg.Device, "gid", ep.Info().GID.String(), "qps", len(ep.Info().QPNs), "spec", spec.String(), "after", since())
 
 	sctx, cancel := stepCtx()
 	nc, err := ctrl.Dial(sctx, addr, cfg.TLS)
@@ -83,6 +98,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Resul
 		return nil, wrap("handshake", err)
 	}
 	defer c.Close()
+	log.Debug("control channel up", "responder", addr, "tls", cfg.TLS != nil, "after", since())
 	send := func(stage string, k ctrl.Kind, v any) error {
 		sctx, cancel := stepCtx()
 		defer cancel()
@@ -116,8 +132,10 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Resul
 	}
 	peerInfo := theirs.info()
 	if err := ep.Connect(peerInfo, spec.QP); err != nil {
+		log.Debug("connecting the QPs failed", "err", err, "after", since())
 		return nil, err
 	}
+	log.Debug("QPs connected", "peer_device", peerInfo.Device, "peer_gid", peerInfo.GID.String(), "after", since())
 	role, _ := rdma.Roles(spec)
 	side, err := ep.Prepare(spec, 0, role, peerInfo)
 	if err != nil {
@@ -131,6 +149,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Resul
 		return nil, err
 	}
 	side.Start()
+	log.Debug("test started", "after", since())
 	if err := relay(ctx, c, side, step, time.Duration(spec.StallTimeout)); err != nil {
 		// The local side's own failure, if any, says more than the
 		// broken channel.
@@ -169,6 +188,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Resul
 		return nil, wrap("reading its result", errors.New("no result and no error"))
 	}
 	spec.QP = ep.Attrs()
+	log.Debug("test done", "after", since())
 	return rdma.Assemble(spec, ep.Info(), peerInfo, mine, theirRes.Side), nil
 }
 

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
@@ -226,11 +228,28 @@ func activeDevice() string {
 	return ""
 }
 
-func (e *exporter) transport(ctx context.Context, target string, spec rdma.TestSpec) (*rdma.Result, error) {
-	if e.device == "" {
+func (e *exporter) transport(ctx context.Context, p prober.Peer, spec rdma.TestSpec) (*rdma.Result, error) {
+	return e.probe(ctx, p, spec, e.logger)
+}
+
+// probe runs one test against p, its steps logged to log at debug level.
+func (e *exporter) probe(ctx context.Context, p prober.Peer, spec rdma.TestSpec, log *slog.Logger) (*rdma.Result, error) {
+	dev := firstNonEmpty(p.Device, e.device)
+	if dev == "" {
 		return nil, rdma.ErrNoDevice
 	}
-	return peer.Run(ctx, peer.ClientConfig{Addr: target, Token: e.token, Device: e.device, GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second}, spec)
+	cc := peer.ClientConfig{Addr: p.Addr, Token: e.token, Device: dev, GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second, Logger: log}
+	if p.TLS != (ctrl.TLSConfig{}) {
+		// Read at every probe, so renewed certificates take effect
+		// without a reload; the files are small and probes are seconds
+		// apart.
+		tlsCfg, err := p.TLS.ClientConfig()
+		if err != nil {
+			return nil, err
+		}
+		cc.TLS = tlsCfg
+	}
+	return peer.Run(ctx, cc, spec)
 }
 
 // jobs lists a target's jobs: one per spec of its module.
@@ -243,7 +262,8 @@ func (e *exporter) jobs(cfg *config.Config, t config.Target) []prober.Job {
 			interval = m.Bandwidth.Interval
 		}
 		k := prober.Key{Device: firstNonEmpty(t.Device, e.device), Port: 1, Target: t.Name, Op: spec.Op, Size: spec.WithDefaults().Size, Mode: spec.Mode}
-		out = append(out, prober.Job{Key: k, Target: t.Address, Spec: spec, Interval: interval, Timeout: m.Timeout})
+		p := prober.Peer{Addr: t.Address, Device: k.Device, TLS: m.TLS.Ctrl()}
+		out = append(out, prober.Job{Key: k, Peer: p, Spec: spec, Interval: interval, Timeout: m.Timeout})
 	}
 	return out
 }
@@ -423,9 +443,12 @@ func (e *exporter) serveResponder(ctx context.Context, cfg *config.Config) error
 }
 
 // probeHandler runs one probe on demand, blackbox style: its metrics go
-// into a registry of their own and back in the response.
+// into a registry of their own and back in the response. With debug=true
+// the response is instead the probe's log, step by step, then the metrics
+// and the module, as text for a person.
 func (e *exporter) probeHandler(w http.ResponseWriter, r *http.Request) {
 	target, module := r.URL.Query().Get("target"), r.URL.Query().Get("module")
+	debug := r.URL.Query().Get("debug") == "true"
 	if target == "" || module == "" {
 		http.Error(w, "want target=HOST:PORT and module=NAME", http.StatusBadRequest)
 		return
@@ -439,15 +462,43 @@ func (e *exporter) probeHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	reg := prometheus.NewRegistry()
 	metrics := prober.NewMetrics(reg)
+	var logBuf bytes.Buffer
+	log := e.logger
+	if debug {
+		log = slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	tr := func(ctx context.Context, p prober.Peer, spec rdma.TestSpec) (*rdma.Result, error) {
+		return e.probe(ctx, p, spec, log)
+	}
 	for _, spec := range m.Specs() {
 		if spec.Measure == rdma.MeasureBandwidth {
 			continue // bandwidth probes are long; they run on their own schedule only
 		}
 		k := prober.Key{Device: e.device, Port: 1, Target: target, Op: spec.Op, Size: spec.WithDefaults().Size, Mode: spec.Mode}
 		metrics.Init(k, false)
-		if err := prober.ProbeRDMA(r.Context(), e.transport, metrics, k, target, spec, m.Timeout); err != nil {
-			e.logger.Debug("probe failed", "target", target, "module", module, "err", err)
+		p := prober.Peer{Addr: target, Device: e.device, TLS: m.TLS.Ctrl()}
+		log.Debug("probe", "target", target, "module", module, "spec", spec.String(), "timeout", m.Timeout)
+		start := time.Now()
+		if err := prober.ProbeRDMA(r.Context(), tr, metrics, k, p, spec, m.Timeout); err != nil {
+			log.Debug("probe failed", "target", target, "module", module, "took", time.Since(start), "err", err)
+		} else {
+			log.Debug("probe succeeded", "target", target, "module", module, "took", time.Since(start))
 		}
 	}
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	if !debug {
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "Logs for the probe:\n%s\n\nMetrics that would have been returned:\n", logBuf.String())
+	mfs, err := reg.Gather()
+	if err != nil {
+		fmt.Fprintf(w, "gathering them failed: %v\n", err)
+	}
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+			return
+		}
+	}
+	fmt.Fprintf(w, "\n\nModule %q:\n%+v\n", module, m)
 }

@@ -96,6 +96,13 @@ func TestServe(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `rdma_probe_success{device=`) || !strings.Contains(body, "} 0") {
 		t.Errorf("/probe of a dead target: %d\n%s", code, body)
 	}
+	code, body = get(t, base+"/probe?target=127.0.0.1:1&module=default&debug=true")
+	for _, want := range []string{"Logs for the probe:\n", "level=DEBUG msg=probe target=127.0.0.1:1 module=default", "msg=\"probe failed\"",
+		"Metrics that would have been returned:\n", "rdma_probe_success{", `Module "default":`} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/probe with debug=true (%d) lacks %q:\n%s", code, want, body)
+		}
+	}
 	if code, _ := get(t, base+"/"); code != 200 {
 		t.Errorf("landing page: %d", code)
 	}

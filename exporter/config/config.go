@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/units"
 	"go.yaml.in/yaml/v3"
@@ -43,6 +45,31 @@ type Module struct {
 	Timeout  time.Duration // a round that takes longer fails
 	// Bandwidth is nil when the module runs no bandwidth probe.
 	Bandwidth *Bandwidth
+	// TLS is how the prober reaches responders that serve TLS; the zero
+	// value dials plain TCP.
+	TLS ClientTLS
+}
+
+// ClientTLS is the prober's side of a responder's TLS: the CA that signed
+// the responders' certificates, and a client certificate when they ask
+// for one (client_ca_file on their side).
+type ClientTLS struct {
+	CAFile     string `yaml:"ca_file"`
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	ServerName string `yaml:"server_name"` // default: the host of the target's address
+	// InsecureSkipVerify accepts any responder certificate: encrypted,
+	// but open to a man in the middle (the token handshake still detects
+	// a responder without the token).
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+}
+
+// Enabled reports whether the module dials its targets with TLS.
+func (t ClientTLS) Enabled() bool { return t != ClientTLS{} }
+
+// Ctrl is the control channel's form of the settings.
+func (t ClientTLS) Ctrl() ctrl.TLSConfig {
+	return ctrl.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
 }
 
 // QP holds the queue pair settings of a module. A zero Timeout, RNRRetry or
@@ -200,6 +227,15 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	c.resolvePaths(filepath.Dir(path))
+	// The files are read now, so that a missing CA fails the load (and a
+	// reload keeps the old config) instead of every probe.
+	for _, name := range slices.Sorted(maps.Keys(c.Modules)) {
+		if t := c.Modules[name].TLS; t.Enabled() {
+			if err := t.Ctrl().Validate(); err != nil {
+				return nil, fmt.Errorf("config %s: module %q: tls: %w", path, name, err)
+			}
+		}
+	}
 	return c, nil
 }
 
@@ -280,6 +316,12 @@ func (c *Config) resolvePaths(dir string) {
 	for i := range c.Targets.Files {
 		abs(&c.Targets.Files[i])
 	}
+	for name, m := range c.Modules {
+		abs(&m.TLS.CAFile)
+		abs(&m.TLS.CertFile)
+		abs(&m.TLS.KeyFile)
+		c.Modules[name] = m
+	}
 	abs(&c.Responder.TokenFile)
 	abs(&c.Responder.TLS.CertFile)
 	abs(&c.Responder.TLS.KeyFile)
@@ -337,6 +379,7 @@ type moduleYAML struct {
 	Interval  time.Duration  `yaml:"interval"`
 	Timeout   time.Duration  `yaml:"timeout"`
 	Bandwidth *bandwidthYAML `yaml:"bandwidth"`
+	TLS       ClientTLS      `yaml:"tls"`
 }
 
 type qpYAML struct {
@@ -449,6 +492,10 @@ func (m moduleYAML) module() (Module, error) {
 		}
 		out.Bandwidth = &Bandwidth{Size: size, Duration: b.Duration, Interval: b.Interval, TxDepth: b.TxDepth}
 	}
+	if (m.TLS.CertFile == "") != (m.TLS.KeyFile == "") {
+		return Module{}, errors.New("tls: cert_file and key_file go together")
+	}
+	out.TLS = m.TLS
 	// Check the specs now, so that a combination rdma cannot run (read on
 	// UC, write latency in event mode) fails the load, not every probe.
 	for _, s := range out.Specs() {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -30,6 +31,7 @@ func TestLoadGood(t *testing.T) {
 				Op: rdma.OpSend, Mode: rdma.ModeEvent, Sizes: []int{64}, QP: QP{Type: rdma.UC, RetryCnt: 3},
 				Count: 10, Interval: 15 * time.Second, Timeout: 5 * time.Second,
 				Bandwidth: &Bandwidth{Size: 1 << 20, Duration: time.Second, Interval: 5 * time.Minute},
+				TLS:       ClientTLS{ServerName: "rdma.example", InsecureSkipVerify: true},
 			},
 			// An atomic's default size is its only legal one.
 			"atomic": {Op: rdma.OpFetchAdd, Mode: rdma.ModeEvent, Sizes: []int{8}, QP: defQP, Count: 10, Interval: 15 * time.Second, Timeout: 5 * time.Second},
@@ -93,6 +95,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"bad-duration", "yaml: unmarshal errors:\n  line 3: cannot unmarshal !!int `15` into time.Duration"},
 		{"bandwidth-interval", `module "m": bandwidth: interval 30s is shorter than 10 x duration 5s; a bandwidth probe fills the link while it runs, so it may take at most 1/10 of the time`},
 		{"bandwidth-duration", `module "m": bandwidth: duration -1s must be positive`},
+		{"tls-client-half", `module "m": tls: cert_file and key_file go together`},
 		{"bandwidth-tx-depth", `module "m": bandwidth: tx_depth -4 must be positive (or 0 for the default)`},
 		{"jitter", `targets: jitter 0.7 is outside 0..0.5`},
 		{"dns-no-port", `dns target "peers.example": port is required for an A/AAAA name (1..65535); only SRV names (_service._proto.domain) carry their own`},
@@ -235,4 +238,26 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadModuleTLSFiles: a module's TLS files are read at load, relative
+// to the config, so a missing CA fails the load (and a reload keeps the
+// old config) instead of every probe.
+func TestLoadModuleTLSFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "rdma_exporter.yml")
+	if err := os.WriteFile(file, []byte("modules:\n  m: {tls: {ca_file: ca.pem}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(file)
+	want := fmt.Sprintf(`config %s: module "m": tls: ctrl: TLS CAFile %s does not exist`, file, filepath.Join(dir, "ca.pem"))
+	if err == nil || err.Error() != want {
+		t.Errorf("missing CA: %v\nwant %s", err, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), []byte("not PEM"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(file); err == nil || !strings.Contains(err.Error(), "holds no PEM certificate") {
+		t.Errorf("CA without a certificate: %v", err)
+	}
 }

@@ -32,10 +32,10 @@ func TestProbeSuccess(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	m.Init(key, false)
-	tr := func(context.Context, string, rdma.TestSpec) (*rdma.Result, error) {
+	tr := func(context.Context, Peer, rdma.TestSpec) (*rdma.Result, error) {
 		return latencyResult(1500, 1600, 25000), nil
 	}
-	if err := ProbeRDMA(context.Background(), tr, m, key, key.Target, rdma.TestSpec{Op: rdma.OpWrite}, time.Second); err != nil {
+	if err := ProbeRDMA(context.Background(), tr, m, key, Peer{Addr: key.Target}, rdma.TestSpec{Op: rdma.OpWrite}, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	want := `
@@ -103,7 +103,7 @@ func TestProbeFailures(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			m := NewMetrics(reg)
 			m.Init(key, false)
-			tr := func(ctx context.Context, _ string, spec rdma.TestSpec) (*rdma.Result, error) {
+			tr := func(ctx context.Context, _ Peer, spec rdma.TestSpec) (*rdma.Result, error) {
 				if spec.StallTimeout > rdma.Duration(50*time.Millisecond) {
 					t.Errorf("stall timeout %v not below half the probe timeout", time.Duration(spec.StallTimeout))
 				}
@@ -114,7 +114,7 @@ func TestProbeFailures(t *testing.T) {
 				return nil, tc.err
 			}
 			start := time.Now()
-			err := ProbeRDMA(context.Background(), tr, m, key, key.Target, rdma.TestSpec{Op: rdma.OpWrite}, 100*time.Millisecond)
+			err := ProbeRDMA(context.Background(), tr, m, key, Peer{Addr: key.Target}, rdma.TestSpec{Op: rdma.OpWrite}, 100*time.Millisecond)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -213,13 +213,13 @@ func BenchmarkProbeRound(b *testing.B) {
 		samples[i] = int64(2000 + i*37)
 	}
 	res := latencyResult(samples...)
-	tr := func(context.Context, string, rdma.TestSpec) (*rdma.Result, error) { return res, nil }
+	tr := func(context.Context, Peer, rdma.TestSpec) (*rdma.Result, error) { return res, nil }
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime()
 	for range b.N {
 		for _, k := range keys {
-			_ = ProbeRDMA(context.Background(), tr, m, k, k.Target, rdma.TestSpec{Op: rdma.OpWrite}, time.Second)
+			_ = ProbeRDMA(context.Background(), tr, m, k, Peer{Addr: k.Target}, rdma.TestSpec{Op: rdma.OpWrite}, time.Second)
 		}
 	}
 	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
@@ -231,9 +231,9 @@ func BenchmarkProbeRound(b *testing.B) {
 func BenchmarkScrape(b *testing.B) {
 	reg, m, keys, heap := benchTargets(b, 1000)
 	res := latencyResult(2000, 3000, 5000, 9000, 40000)
-	tr := func(context.Context, string, rdma.TestSpec) (*rdma.Result, error) { return res, nil }
+	tr := func(context.Context, Peer, rdma.TestSpec) (*rdma.Result, error) { return res, nil }
 	for _, k := range keys {
-		_ = ProbeRDMA(context.Background(), tr, m, k, k.Target, rdma.TestSpec{Op: rdma.OpWrite}, time.Second)
+		_ = ProbeRDMA(context.Background(), tr, m, k, Peer{Addr: k.Target}, rdma.TestSpec{Op: rdma.OpWrite}, time.Second)
 	}
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	req := httptest.NewRequest("GET", "/metrics", nil)

@@ -14,7 +14,7 @@ import (
 // Job is one probe repeated forever: a target, one spec, how often.
 type Job struct {
 	Key      Key
-	Target   string // host:port of the target's responder
+	Peer     Peer // the target's responder
 	Spec     rdma.TestSpec
 	Interval time.Duration
 	Timeout  time.Duration
@@ -88,13 +88,13 @@ func (s *Scheduler) loop(ctx context.Context, j Job) {
 		if !sleepUntil(ctx, due) {
 			return
 		}
-		start := s.admit(ctx, j.Target)
+		start := s.admit(ctx, j.Peer.Addr)
 		if start.IsZero() {
 			return
 		}
 		s.lag.Observe(start.Sub(due).Seconds())
-		if err := ProbeRDMA(ctx, s.Transport, s.Metrics, j.Key, j.Target, j.Spec, j.Timeout); err != nil && ctx.Err() == nil {
-			s.Logger.Debug("probe failed", "target", j.Target, "op", j.Key.Op, "size", j.Key.Size, "err", err)
+		if err := ProbeRDMA(ctx, s.Transport, s.Metrics, j.Key, j.Peer, j.Spec, j.Timeout); err != nil && ctx.Err() == nil {
+			s.Logger.Debug("probe failed", "target", j.Peer.Addr, "op", j.Key.Op, "size", j.Key.Size, "err", err)
 		}
 		// The next probe is due an interval after this one was, not
 		// after it ended, so a slow target does not drift its schedule.
