@@ -5,7 +5,9 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/rdmarun/rdmarun/internal/netfault"
+
+	"github.com/rdmarun/rdmarun/internal/testcert"
 )
 
 // The module's schedule, as probeModule sets it.
@@ -39,14 +43,19 @@ func pair(t *testing.T) (a, b *exporter) {
 }
 
 // healthy reports whether e's probes of target all succeed, with samples
-// in the latency histogram and a bandwidth measured.
-func healthy(s scrape, target string, minSamples uint64) (bool, string) {
+// in the latency histogram and, with probeModule's two series, a bandwidth
+// measured.
+func healthy(s scrape, target string, minSamples uint64, series ...float64) (bool, string) {
+	want := 2.0
+	if len(series) > 0 {
+		want = series[0]
+	}
 	l := labels{"target": target}
 	ok := s.sum("rdma_probe_success", l)
 	n := s.histogram("rdma_probe_latency_seconds", l).count
 	bw := s.sum("rdma_probe_bandwidth_bytes_per_second", l)
-	why := fmt.Sprintf("target %s: success %v (of 2 series), %d latency samples, bandwidth %.0f B/s", target, ok, n, bw)
-	return ok == 2 && n >= minSamples && bw > 0, why
+	why := fmt.Sprintf("target %s: success %v (of %v series), %d latency samples, bandwidth %.0f B/s", target, ok, want, n, bw)
+	return ok == want && n >= minSamples && (want < 2 || bw > 0), why
 }
 
 // usage is what a leak would grow: each exporter's goroutines and open
@@ -135,6 +144,18 @@ func TestExportersProbeEachOther(t *testing.T) {
 		_, why := healthy(e.scrape(t), targets[i], 0)
 		t.Logf("%s: %s", e.name, why)
 	}
+	// One probe on demand, with its log: every step of a real probe.
+	body, err := a.get("/probe?target=" + addrB + ":18701&module=default&debug=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"local endpoint ready", "control channel up", "QPs connected", "test started", "test done",
+		"probe succeeded", "rdma_probe_success{", "} 1"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/probe?debug=true lacks %q:\n%s", want, body)
+		}
+	}
+	t.Logf("/probe?debug=true from a to b:\n%s", body)
 	base := measure(t, a, b)
 	t.Logf("baseline: %v", base)
 
@@ -329,4 +350,48 @@ func labelValue(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestExporterTLS: a responder that serves TLS is probed by a module whose
+// tls section trusts its certificate, and refuses a module without one.
+func TestExporterTLS(t *testing.T) {
+	cert, key := testcert.Write(t, addrB)
+	token := "tls-token\n"
+	dirB, dirA := t.TempDir(), t.TempDir()
+	for _, d := range []string{dirA, dirB} {
+		if err := os.WriteFile(filepath.Join(d, "token"), []byte(token), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runExporter(t, dirB, "b-tls", freePort(t, "127.0.0.1"), fmt.Sprintf(`responder:
+  listen: "%s:18711"
+  device: rxe1
+  token_file: token
+  tls: {cert_file: "%s", key_file: "%s"}
+`, addrB, cert, key))
+	a := runExporter(t, dirA, "a", freePort(t, "127.0.0.1"), fmt.Sprintf(`modules:
+  tls: {count: 10, interval: 2s, timeout: 1500ms, tls: {ca_file: "%s"}}
+  plain: {count: 10, interval: 2s, timeout: 1500ms}
+targets:
+  static:
+    - {name: b-tls, address: "%s:18711", module: tls}
+    - {name: b-plain, address: "%s:18711", module: plain}
+responder:
+  listen: "%s:18710"
+  device: rxe0
+  token_file: token
+`, cert, addrB, addrB, addrA))
+	waitFor(t, 30*time.Second, "b probed over TLS, and refused without it", func() (bool, string) {
+		s := a.scrape(t)
+		ok, why := healthy(s, "b-tls", 10, 1)
+		plain := s.sum("rdma_probe_success", labels{"target": "b-plain"})
+		refused := failures(s, "b-plain")
+		return ok && plain == 0 && refused >= 1, fmt.Sprintf("%s; b-plain: success %v, %v failed probes", why, plain, refused)
+	})
+	for _, line := range strings.Split(a.log(), "\n") {
+		if strings.Contains(line, "probe failed") && strings.Contains(line, ":18711") {
+			t.Logf("the plain module's probe, refused: %s", strings.TrimSpace(line))
+			break
+		}
+	}
 }
