@@ -267,14 +267,24 @@ func LoadTargetFile(path string) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
+	ts, err := ParseTargets(b)
+	if err != nil {
+		return nil, fmt.Errorf("targets file %s: %w", path, err)
+	}
+	return ts, nil
+}
+
+// ParseTargets reads a targets file's contents: a YAML list of targets
+// shaped like targets.static, names unique. An empty file is no targets.
+func ParseTargets(b []byte) ([]Target, error) {
 	var ts []Target
 	if err := decodeStrict(b, &ts); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("targets file %s: %w", path, err)
+		return nil, err
 	}
 	seen := map[string]bool{}
 	for _, t := range ts {
 		if seen[t.Name] {
-			return nil, fmt.Errorf("targets file %s: duplicate target name %q", path, t.Name)
+			return nil, fmt.Errorf("duplicate target name %q", t.Name)
 		}
 		seen[t.Name] = true
 	}

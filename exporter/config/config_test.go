@@ -240,6 +240,36 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
+// FuzzParseTargets: whatever a targets file holds, a list that parses
+// has unique names, each with an address the prober can dial.
+func FuzzParseTargets(f *testing.F) {
+	files, _ := filepath.Glob("testdata/targets*.yml")
+	more, _ := filepath.Glob("testdata/targets.d/*.yml")
+	for _, p := range append(files, more...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ts, err := ParseTargets(b)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, tg := range ts {
+			if seen[tg.Name] {
+				t.Errorf("duplicate name %q parsed", tg.Name)
+			}
+			seen[tg.Name] = true
+			if err := checkHostPort(tg.Address, false); err != nil {
+				t.Errorf("target %q parsed with a bad address: %v", tg.Name, err)
+			}
+		}
+	})
+}
+
 // TestLoadModuleTLSFiles: a module's TLS files are read at load, relative
 // to the config, so a missing CA fails the load (and a reload keeps the
 // old config) instead of every probe.
