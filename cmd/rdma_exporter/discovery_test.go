@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -59,24 +58,10 @@ func TestDiscoveryFollowsFile(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	exited := make(chan int, 1)
-	go func() {
-		exited <- run([]string{"--config.file=" + cfgFile, "--web.listen-address=" + addr, "--log.level=error"})
-	}()
-	stopped := false
-	t.Cleanup(func() {
-		if stopped {
-			return
-		}
-		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			t.Error("the exporter did not stop within 10 s of SIGTERM")
-		}
-	})
+	d := startDaemonConfig(t, cfgFile)
+	addr := d.addr
 	url := "http://" + addr + "/metrics"
+	d.waitReady(t, http.DefaultClient, url)
 
 	discoveryWaitMetrics(t, url, "the file's target", func(b string) bool {
 		return strings.Contains(b, `rdma_probe_success{device=`) && strings.Contains(b, `target="file-old"`) &&
@@ -118,16 +103,5 @@ func TestDiscoveryFollowsFile(t *testing.T) {
 		t.Errorf("after a reload to another file: want its target alone\n%s", body)
 	}
 
-	stopped = true
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-exited:
-		if code != 0 {
-			t.Errorf("exit %d after SIGTERM", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the exporter did not stop within 10 s of SIGTERM")
-	}
+	d.stop(t)
 }

@@ -55,23 +55,9 @@ func TestServe(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	exited := make(chan int, 1)
-	go func() {
-		exited <- run([]string{"--config.file=" + cfgFile, "--web.listen-address=" + addr, "--log.level=error"})
-	}()
-	base := "http://" + addr
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if resp, err := http.Get(base + "/metrics"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the exporter did not serve /metrics within 10 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	d := startDaemonConfig(t, cfgFile)
+	base := "http://" + d.addr
+	d.waitReady(t, http.DefaultClient, base+"/metrics")
 	code, body := get(t, base+"/metrics")
 	for _, want := range []string{
 		"rdma_exporter_build_info{",
@@ -128,7 +114,7 @@ func TestServe(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if _, body := get(t, base+"/metrics"); strings.Contains(body, "rdma_exporter_config_last_reload_successful 1") {
 			break
@@ -138,16 +124,5 @@ func TestServe(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-exited:
-		if code != 0 {
-			t.Errorf("exit %d after SIGTERM", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the exporter did not stop within 10 s of SIGTERM")
-	}
+	d.stop(t)
 }

@@ -56,10 +56,18 @@ type daemon struct {
 func startDaemon(t *testing.T, webConfig string) *daemon {
 	t.Helper()
 	cfgFile := writeFile(t, t.TempDir(), "rdma_exporter.yml", []byte(deadTargetConfig))
-	args := []string{"--config.file=" + cfgFile, "--log.level=error"}
+	var args []string
 	if webConfig != "" {
 		args = append(args, "--web.config.file="+webConfig)
 	}
+	return startDaemonConfig(t, cfgFile, args...)
+}
+
+// startDaemonConfig runs the exporter on the config file cfgFile, with
+// more flags; t's cleanup stops it unless the test did.
+func startDaemonConfig(t *testing.T, cfgFile string, flags ...string) *daemon {
+	t.Helper()
+	args := append([]string{"--config.file=" + cfgFile, "--log.level=error"}, flags...)
 	d := &daemon{addr: freeAddr(t), exited: make(chan int, 1)}
 	args = append(args, "--web.listen-address="+d.addr)
 
