@@ -433,3 +433,34 @@ func TestUnknownDevice(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestSideNeverStarted: a side prepared and then closed without a start,
+// as when the peer goes away between the two, closes at once and frees
+// what it holds; its result is an error, not a wait for workers that
+// never ran.
+func TestSideNeverStarted(t *testing.T) {
+	testbedDevices(t)
+	for _, mode := range []rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent} {
+		spec := rdma.TestSpec{Op: rdma.OpWriteImm, Iterations: 10, Mode: mode}
+		p := newPair(t, "rxe1", "rxe0", spec)
+		role, _ := rdma.Roles(spec)
+		side, err := p.Requester.Prepare(spec.WithDefaults(), 0, role, p.Responder.Info())
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := side.Result()
+			side.Close()
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s: Result of a side never started: no error", mode)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: Result and Close of a side never started still waiting after 5 s", mode)
+		}
+	}
+}

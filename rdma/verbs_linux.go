@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -562,8 +563,12 @@ type SideRun struct {
 	span   portstats.CPUSpan
 	cpu    portstats.CPUUsage
 	done   chan struct{}
-	rc     C.int
-	ended  sync.Once
+	// started is set by Start: a side prepared but never started (its
+	// peer went away between Prepare and Start) has no workers to wait
+	// for, and done would never close.
+	started atomic.Bool
+	rc      C.int
+	ended   sync.Once
 	// ownDone is closed when every sender of this side has finished; the
 	// C side wakes it through an eventfd, so nothing polls.
 	ownDone chan struct{}
@@ -633,6 +638,9 @@ func (e *Endpoint) Prepare(spec TestSpec, side int, role Role, peer EndpointInfo
 
 // Start runs the workers in the background.
 func (s *SideRun) Start() {
+	if s.started.Swap(true) {
+		return
+	}
 	s.span = portstats.StartCPU()
 	go func() {
 		s.rc = C.rr_run_workers(s.c.r)
@@ -679,6 +687,9 @@ func (s *SideRun) Stop() { C.rr_request_stop(s.c.r) }
 // writes alone) has no workers, and its share lasts until the peer is
 // done, which is when callers ask.
 func (s *SideRun) Result() (*SideResult, error) {
+	if !s.started.Load() {
+		return nil, errNotStarted
+	}
 	<-s.done
 	s.ended.Do(func() {
 		s.cpu = s.span.Stop()
@@ -739,14 +750,19 @@ func (s *SideRun) Close() {
 	if s.c == nil {
 		return
 	}
-	s.Stop()
-	<-s.done
+	if s.started.Load() {
+		s.Stop()
+		<-s.done
+	}
 	if s.notify != nil {
 		s.notify.Close()
 	}
 	s.c.free()
 	s.c = nil
 }
+
+// errNotStarted is Result's answer for a side that never ran.
+var errNotStarted = errors.New("rdma: the test side was prepared but never started")
 
 // fits reports why the endpoint cannot run spec, or nil.
 func (e *Endpoint) fits(spec TestSpec) error {
