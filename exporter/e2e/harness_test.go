@@ -51,8 +51,13 @@ type exporterSpec struct {
 
 // probeModule is short enough for a test and slow enough for emulation:
 // a round of 20 write_imm ping-pongs in event mode (the default) every
-// 3 s, and a 200 ms bandwidth probe as often as the 1/10 duty cycle lets it.
-const probeModule = `{count: 20, interval: 3s, timeout: 2500ms, bandwidth: {size: 64KiB, duration: 200ms, interval: 3s, tx_depth: 4}}`
+// 3 s, and a 200 ms bandwidth probe as often as the 1/10 duty cycle lets
+// it. Two settings keep a healthy link free of retries under emulation,
+// where a vCPU can stall for tens of milliseconds: a shallow window of
+// small messages, and an ACK timeout of 134 ms (qp timeout 15) instead
+// of rxe's 67 ms. A dead path still gives RETRY_EXC_ERR after 4 x 134 ms,
+// inside the 1.25 s stall deadline.
+const probeModule = `{count: 20, interval: 3s, timeout: 2500ms, qp: {timeout: 15}, bandwidth: {size: 4KiB, duration: 200ms, interval: 3s, tx_depth: 4}}`
 
 func binary(t *testing.T) string {
 	t.Helper()
