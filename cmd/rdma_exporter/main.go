@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,6 +39,7 @@ import (
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/units"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -500,5 +502,28 @@ func (e *exporter) probeHandler(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	fmt.Fprintf(w, "\n\nModule %q:\n%+v\n", module, m)
+	fmt.Fprintf(w, "\n\nModule %q:\n%s", module, describeModule(m))
+}
+
+// describeModule writes a module out for a person reading a debug probe,
+// with units, the way the config file spells it.
+func describeModule(m config.Module) string {
+	var b strings.Builder
+	sizes := make([]string, len(m.Sizes))
+	for i, s := range m.Sizes {
+		sizes[i] = units.FormatBytes(uint64(s))
+	}
+	fmt.Fprintf(&b, "  op: %s\n  mode: %s\n  sizes: [%s]\n  count: %d\n  interval: %v\n  timeout: %v\n",
+		m.Op, m.Mode, strings.Join(sizes, ", "), m.Count, m.Interval, m.Timeout)
+	fmt.Fprintf(&b, "  qp: {type: %s, timeout: %d, retry_cnt: %d, rnr_retry: %d, mtu: %d}  # 0: the default\n",
+		m.QP.Type, m.QP.Timeout, m.QP.RetryCnt, m.QP.RNRRetry, m.QP.MTU)
+	if bw := m.Bandwidth; bw != nil {
+		fmt.Fprintf(&b, "  bandwidth: {size: %s, duration: %v, interval: %v, tx_depth: %d}\n",
+			units.FormatBytes(uint64(bw.Size)), bw.Duration, bw.Interval, bw.TxDepth)
+	}
+	if t := m.TLS; t.Enabled() {
+		fmt.Fprintf(&b, "  tls: {ca_file: %q, cert_file: %q, server_name: %q, insecure_skip_verify: %t}\n",
+			t.CAFile, t.CertFile, t.ServerName, t.InsecureSkipVerify)
+	}
+	return b.String()
 }

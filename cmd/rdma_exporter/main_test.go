@@ -84,7 +84,7 @@ func TestServe(t *testing.T) {
 	}
 	code, body = get(t, base+"/probe?target=127.0.0.1:1&module=default&debug=true")
 	for _, want := range []string{"Logs for the probe:\n", "level=DEBUG msg=probe target=127.0.0.1:1 module=default", "msg=\"probe failed\"",
-		"Metrics that would have been returned:\n", "rdma_probe_success{", `Module "default":`} {
+		"Metrics that would have been returned:\n", "rdma_probe_success{", `Module "default":`, "  op: write_imm\n", "  sizes: [2B]\n", "  timeout: 500ms\n"} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("/probe with debug=true (%d) lacks %q:\n%s", code, want, body)
 		}
