@@ -2,57 +2,25 @@ package ctrl
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rdmarun/rdmarun/internal/testcert"
 )
 
 type certFiles struct{ cert, key string }
 
-// selfSigned writes a self-signed certificate for 127.0.0.1 and localhost,
-// and its key, as PEM files in dir. Being its own CA, the certificate is
-// also the CAFile that trusts it.
-func selfSigned(t *testing.T, dir, name string) certFiles {
+// selfSigned makes a self-signed certificate for 127.0.0.1 and localhost,
+// and its key, as PEM files. Being its own CA, the certificate is also the
+// CAFile that trusts it.
+func selfSigned(t *testing.T) certFiles {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:              []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := certFiles{filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")}
-	writeFile(t, f.cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	writeFile(t, f.key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
-	return f
+	cert, key := testcert.Write(t, "127.0.0.1", "localhost")
+	return certFiles{cert, key}
 }
 
 func writeFile(t *testing.T, name string, b []byte) {
@@ -113,8 +81,7 @@ func tlsPair(t *testing.T, server, client *TLSConfig) (c, s *Conn, cerr, serr er
 }
 
 func TestTLS(t *testing.T) {
-	dir := t.TempDir()
-	srv, cli := selfSigned(t, dir, "responder"), selfSigned(t, dir, "client")
+	srv, cli := selfSigned(t), selfSigned(t)
 	serverTLS := &TLSConfig{CertFile: srv.cert, KeyFile: srv.key}
 	mutualTLS := &TLSConfig{CertFile: srv.cert, KeyFile: srv.key, CAFile: cli.cert}
 	for _, tc := range []struct {
@@ -172,8 +139,8 @@ func TestTLS(t *testing.T) {
 
 func TestTLSConfigErrors(t *testing.T) {
 	dir := t.TempDir()
-	good := selfSigned(t, dir, "good")
-	other := selfSigned(t, dir, "other")
+	good := selfSigned(t)
+	other := selfSigned(t)
 	garbage := filepath.Join(dir, "garbage.pem")
 	writeFile(t, garbage, []byte("not PEM\n"))
 	unreadable := filepath.Join(dir, "unreadable.pem")

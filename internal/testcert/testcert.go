@@ -17,11 +17,12 @@ import (
 	"time"
 )
 
-// Write makes a self-signed ECDSA P-256 server certificate for the given
-// IP addresses, valid for an hour either side of now, and writes it and
-// its key as PEM into a temporary directory of t. The certificate is its
-// own CA, so the cert file is also the CA file a client trusts.
-func Write(t testing.TB, ips ...string) (certFile, keyFile string) {
+// Write makes a self-signed ECDSA P-256 certificate for the given hosts
+// (IP addresses or DNS names), valid for an hour either side of now and
+// for server and client authentication, and writes it and its key as PEM
+// into a temporary directory of t. The certificate is its own CA, so the
+// cert file is also the CA file that trusts it.
+func Write(t testing.TB, hosts ...string) (certFile, keyFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -33,16 +34,16 @@ func Write(t testing.TB, ips ...string) (certFile, keyFile string) {
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(time.Hour),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	for _, ip := range ips {
-		p := net.ParseIP(ip)
-		if p == nil {
-			t.Fatalf("testcert: %q is not an IP address", ip)
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
-		tmpl.IPAddresses = append(tmpl.IPAddresses, p)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
