@@ -291,3 +291,22 @@ func TestLoadModuleTLSFiles(t *testing.T) {
 		t.Errorf("CA without a certificate: %v", err)
 	}
 }
+
+// TestExampleConfig: the example the README points to loads, and says
+// what its comments say.
+func TestExampleConfig(t *testing.T) {
+	c, err := Load(filepath.Join("..", "..", "examples", "rdma_exporter.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Modules["with_bandwidth"]
+	if m.Bandwidth == nil || m.Bandwidth.TxDepth != 16 || m.Bandwidth.Interval != 5*time.Minute {
+		t.Errorf("with_bandwidth: %+v", m.Bandwidth)
+	}
+	if d := c.Modules["default"]; d.Mode != rdma.ModeEvent || d.QP.RetryCnt != 3 || len(d.Sizes) != 2 {
+		t.Errorf("default: %+v", d)
+	}
+	if len(c.Targets.Static) != 2 || !c.Responder.Enabled {
+		t.Errorf("targets %+v, responder %+v", c.Targets, c.Responder)
+	}
+}
