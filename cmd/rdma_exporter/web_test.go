@@ -3,18 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +22,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/rdmarun/rdmarun/internal/promtooltest"
+	"github.com/rdmarun/rdmarun/internal/testcert"
 )
 
 // The daemons below probe a static target where nothing listens, so that
@@ -207,39 +202,21 @@ func TestWebBasicAuth(t *testing.T) {
 	d.stop(t)
 }
 
-// selfSigned makes an ECDSA certificate for 127.0.0.1 that signs itself,
-// so that it is its own trust anchor for whichever side checks it.
-func selfSigned(t *testing.T, cn string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
+// selfSigned makes a certificate for 127.0.0.1 that signs itself, so
+// that it is its own trust anchor for whichever side checks it, and
+// returns it and its key as PEM.
+func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	certFile, keyFile := testcert.Write(t, "127.0.0.1")
+	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	keyPEM, err = os.ReadFile(keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: cn},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{usage},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	return certPEM, keyPEM
 }
 
 func certPool(t *testing.T, certPEM []byte) *x509.CertPool {
@@ -253,7 +230,7 @@ func certPool(t *testing.T, certPEM []byte) *x509.CertPool {
 
 func TestWebTLS(t *testing.T) {
 	dir := t.TempDir()
-	certPEM, keyPEM := selfSigned(t, "rdma_exporter", x509.ExtKeyUsageServerAuth)
+	certPEM, keyPEM := selfSigned(t)
 	certFile := writeFile(t, dir, "server.crt", certPEM)
 	keyFile := writeFile(t, dir, "server.key", keyPEM)
 	webCfg := writeFile(t, dir, "web.yml", []byte("tls_server_config:\n  cert_file: "+certFile+"\n  key_file: "+keyFile+"\n"))
@@ -291,9 +268,9 @@ func TestWebTLS(t *testing.T) {
 
 func TestWebTLSClientAuth(t *testing.T) {
 	dir := t.TempDir()
-	serverCert, serverKey := selfSigned(t, "rdma_exporter", x509.ExtKeyUsageServerAuth)
-	clientCert, clientKey := selfSigned(t, "prometheus", x509.ExtKeyUsageClientAuth)
-	strangerCert, strangerKey := selfSigned(t, "prometheus", x509.ExtKeyUsageClientAuth)
+	serverCert, serverKey := selfSigned(t)
+	clientCert, clientKey := selfSigned(t)
+	strangerCert, strangerKey := selfSigned(t)
 	webCfg := writeFile(t, dir, "web.yml", []byte("tls_server_config:\n"+
 		"  cert_file: "+writeFile(t, dir, "server.crt", serverCert)+"\n"+
 		"  key_file: "+writeFile(t, dir, "server.key", serverKey)+"\n"+
@@ -345,7 +322,7 @@ func TestWebHelperProcess(t *testing.T) {
 func TestWebConfigInvalid(t *testing.T) {
 	dir := t.TempDir()
 	cfgFile := writeFile(t, dir, "rdma_exporter.yml", []byte(deadTargetConfig))
-	certPEM, _ := selfSigned(t, "rdma_exporter", x509.ExtKeyUsageServerAuth)
+	certPEM, _ := selfSigned(t)
 	certFile := writeFile(t, dir, "server.crt", certPEM)
 	for _, tc := range []struct{ name, content string }{
 		{"unknown key", "basic_auth_user:\n  prometheus: secret\n"},
