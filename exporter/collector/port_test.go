@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/rdmarun/rdmarun/internal/golden"
@@ -153,12 +154,7 @@ func TestPortCollectorValues(t *testing.T) {
 // family when no metric names are given.
 func exposition(t *testing.T, c prometheus.Collector) []byte {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs := families(t, c)
 	var b bytes.Buffer
 	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mfs {
@@ -174,9 +170,10 @@ type sample struct {
 	value  float64
 }
 
-// gather collects c once through a registry, which also checks that the
-// metrics match their descriptions and that no series is duplicated.
-func gather(t *testing.T, c prometheus.Collector) map[string][]sample {
+// families collects c once through a pedantic registry, which also
+// checks that the metrics match their descriptions and that no series is
+// duplicated.
+func families(t *testing.T, c prometheus.Collector) []*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
@@ -184,8 +181,14 @@ func gather(t *testing.T, c prometheus.Collector) map[string][]sample {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mfs
+}
+
+// gather collects c once, by family name.
+func gather(t *testing.T, c prometheus.Collector) map[string][]sample {
+	t.Helper()
 	out := map[string][]sample{}
-	for _, mf := range mfs {
+	for _, mf := range families(t, c) {
 		for _, m := range mf.GetMetric() {
 			s := sample{labels: map[string]string{}}
 			for _, lp := range m.GetLabel() {
