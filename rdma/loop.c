@@ -444,18 +444,22 @@ static int lat_responder(struct rr_worker *w)
 
 // Posts as many WRs on q as the window allows, a post list at a time,
 // signaling every cq_mod-th and the last one. Returns the number posted.
-static int bw_post(struct rr_worker *w, struct rr_qp_io *q, uint64_t total, int64_t end, int *closed)
+// A duration run's deadline *end counts from the worker's first post, not
+// from the barrier: the result measures first post to last completion, and
+// a thread scheduled late would otherwise measure less than the duration.
+static int bw_post(struct rr_worker *w, struct rr_qp_io *q, uint64_t total, int64_t *end, int *closed)
 {
 	struct rr_run *r = w->run;
+	int timed = r->duration_ns != 0;
 	int posted = 0;
 	while (!*closed) {
 		// A duration run ends only at a moderation boundary, so its
 		// last WR was signaled and every WR is accounted for.
-		if (end && q->posted % r->cq_mod == 0 && rr_now_ns() >= end) {
+		if (timed && *end && q->posted % r->cq_mod == 0 && rr_now_ns() >= *end) {
 			*closed = 1;
 			break;
 		}
-		uint64_t left = end ? r->post_list : total - q->posted;
+		uint64_t left = timed ? r->post_list : total - q->posted;
 		if (left == 0) {
 			*closed = 1;
 			break;
@@ -468,12 +472,15 @@ static int bw_post(struct rr_worker *w, struct rr_qp_io *q, uint64_t total, int6
 			uint64_t seqno = q->posted + k + 1;
 			wr->wr_id = seqno;
 			wr->send_flags &= ~IBV_SEND_SIGNALED;
-			if (seqno % r->cq_mod == 0 || (!end && seqno == total))
+			if (seqno % r->cq_mod == 0 || (!timed && seqno == total))
 				wr->send_flags |= IBV_SEND_SIGNALED;
 			wr->next = k + 1 < batch ? &q->wrs[k + 1] : NULL;
 		}
-		if (q->t_first_post == 0)
+		if (q->t_first_post == 0) {
 			q->t_first_post = rr_now_ns();
+			if (timed && *end == 0)
+				*end = q->t_first_post + r->duration_ns;
+		}
 		struct ibv_send_wr *bad;
 		int rc = ibv_post_send(q->qp, &q->wrs[0], &bad);
 		if (rc) {
@@ -507,7 +514,7 @@ static int bw_worker(struct rr_worker *w)
 	struct rr_run *r = w->run;
 	int sender = w->role & RR_ROLE_SEND;
 	int receiver = w->role & RR_ROLE_RECV;
-	int64_t end = r->duration_ns ? r->t_start + r->duration_ns : 0;
+	int64_t end = 0; // set by the first post of a duration run
 	int closed[w->nq]; // posting finished, per QP
 	int sdone[w->nq];  // every posted WR completed
 	int64_t since = 0;
@@ -521,7 +528,7 @@ static int bw_worker(struct rr_worker *w)
 		for (int k = 0; k < w->nq; k++) {
 			struct rr_qp_io *q = &w->q[k];
 			if (sender && !sdone[k]) {
-				int n = bw_post(w, q, r->iters, end, &closed[k]);
+				int n = bw_post(w, q, r->iters, &end, &closed[k]);
 				if (n < 0)
 					return -1;
 				progress += n;
