@@ -32,7 +32,8 @@ const (
 // queues on a clean link.
 var retryCounters = []string{"completer_retry_err", "rcvd_seq_err", "out_of_seq_request", "retry_exceeded_err"}
 
-// pair starts two exporters that probe each other: a on rxe0, b on rxe1.
+// pair starts two exporters that will probe each other, a on rxe0 and b
+// on rxe1, once setProbing turns it on.
 func pair(t *testing.T) (a, b *exporter) {
 	t.Helper()
 	a = startExporter(t, exporterSpec{name: "a", device: "rxe0", responder: addrA + ":18700", web: freePort(t, "127.0.0.1"),
@@ -59,7 +60,10 @@ func healthy(s scrape, target string, minSamples uint64, series ...float64) (boo
 }
 
 // usage is what a leak would grow: each exporter's goroutines and open
-// fds, and the kernel's RDMA objects.
+// fds, and the kernel's RDMA objects. It is compared only between idle
+// moments (neither exporter probing), so that probes in flight, which
+// overlap all the time on a loaded host, cannot pass for a leak or hide
+// one.
 type usage struct {
 	goroutines, fds [2]float64
 	objects         int
@@ -69,9 +73,8 @@ func (u usage) String() string {
 	return fmt.Sprintf("goroutines %v, open fds %v, RDMA objects %d", u.goroutines, u.fds, u.objects)
 }
 
-// measure takes the least of each quantity over a few seconds: probes
-// come and go on their own schedule, and between them an exporter holds
-// only what it holds for good.
+// measure takes the least of each quantity over a few seconds, so that a
+// probe of the other exporter's still finishing is not counted.
 func measure(t *testing.T, es ...*exporter) usage {
 	t.Helper()
 	u := usage{goroutines: [2]float64{math.Inf(1), math.Inf(1)}, fds: [2]float64{math.Inf(1), math.Inf(1)}, objects: math.MaxInt}
@@ -96,6 +99,31 @@ func (u usage) within(base usage) bool {
 		}
 	}
 	return u.objects <= base.objects
+}
+
+// startProbing has each exporter probe its target, after the idle
+// baseline was taken.
+func startProbing(t *testing.T, es ...*exporter) {
+	t.Helper()
+	for _, e := range es {
+		e.setProbing(t, true)
+	}
+}
+
+// settled turns probing off and waits until the exporters hold no more
+// than they did at base, before they ever probed. Probes in flight at the
+// reload end within their timeout, on both sides.
+func settled(t *testing.T, base usage, es ...*exporter) {
+	t.Helper()
+	for _, e := range es {
+		e.setProbing(t, false)
+	}
+	var after usage
+	waitFor(t, 60*time.Second, "goroutines, fds and RDMA objects back at their baseline once probing stopped", func() (bool, string) {
+		after = measure(t, es...)
+		return after.within(base), fmt.Sprintf("now %v; baseline %v", after, base)
+	})
+	t.Logf("after the faults, probing stopped: %v (baseline before any probe: %v)", after, base)
 }
 
 func retries(ss ...scrape) float64 {
@@ -130,6 +158,9 @@ func TestExportersProbeEachOther(t *testing.T) {
 	a, b := pair(t)
 	es := []*exporter{a, b}
 	targets := []string{"b", "a"}
+	base := measure(t, a, b)
+	t.Logf("baseline, before any probe: %v", base)
+	startProbing(t, a, b)
 
 	took := waitFor(t, 60*time.Second, "both exporters probing each other", func() (bool, string) {
 		for i, e := range es {
@@ -156,8 +187,6 @@ func TestExportersProbeEachOther(t *testing.T) {
 		}
 	}
 	t.Logf("/probe?debug=true from a to b:\n%s", body)
-	base := measure(t, a, b)
-	t.Logf("baseline: %v", base)
 
 	// netem loss: the retry counters and the latency tail rise.
 	const window = 12 * time.Second
@@ -312,14 +341,7 @@ func TestExportersProbeEachOther(t *testing.T) {
 		}
 	}
 
-	var after usage
-	waitFor(t, 60*time.Second, "goroutines, fds and RDMA objects back at their baseline", func() (bool, string) {
-		after = measure(t, a, b)
-		return after.within(base), fmt.Sprintf("now %v; baseline %v", after, base)
-	})
-	t.Logf("after the faults: %v (baseline %v)", after, base)
-
-	// promtool lints a real scrape of each exporter.
+	// promtool lints a real scrape of each exporter, probe series and all.
 	for _, e := range es {
 		body, err := e.get("/metrics")
 		if err != nil {
@@ -331,6 +353,8 @@ func TestExportersProbeEachOther(t *testing.T) {
 			t.Errorf("promtool check metrics on %s's /metrics: %v\n%s", e.name, err, out)
 		}
 	}
+
+	settled(t, base, a, b)
 
 	for _, e := range es {
 		if err := e.stop(); err != nil {

@@ -34,8 +34,10 @@ type exporter struct {
 	name    string
 	web     string // host:port of its HTTP server
 	cmd     *exec.Cmd
+	cfgFile string
 	logFile string
 	waited  chan error
+	spec    exporterSpec // for those started by startExporter
 }
 
 // exporterSpec says what one exporter probes and where it answers.
@@ -69,7 +71,8 @@ func binary(t *testing.T) string {
 }
 
 // startExporter writes a config and starts rdma_exporter with it; it
-// returns once /metrics answers.
+// returns once /metrics answers. The exporter answers probes from the
+// start but probes its target only once setProbing turns that on.
 func startExporter(t *testing.T, s exporterSpec) *exporter {
 	t.Helper()
 	dir := t.TempDir()
@@ -77,17 +80,46 @@ func startExporter(t *testing.T, s exporterSpec) *exporter {
 	if err := os.WriteFile(token, []byte("e2e-shared-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`modules:
+	e := runExporter(t, dir, s.name, s.web, s.config(false))
+	e.spec = s
+	return e
+}
+
+// config is the exporter's config file, with or without its target.
+func (s exporterSpec) config(probing bool) string {
+	targets := "targets: {}\n"
+	if probing {
+		targets = fmt.Sprintf("targets:\n  static:\n    - {name: %s, address: \"%s\", module: default}\n", s.target, s.targetAt)
+	}
+	return fmt.Sprintf(`modules:
   default: %s
-targets:
-  static:
-    - {name: %s, address: "%s", module: default}
-responder:
+%sresponder:
   listen: "%s"
   device: %s
   token_file: token
-`, s.module, s.target, s.targetAt, s.responder, s.device)
-	return runExporter(t, dir, s.name, s.web, cfg)
+`, s.module, targets, s.responder, s.device)
+}
+
+// setProbing rewrites the exporter's config with or without its target
+// and reloads it through POST /-/reload; the process stays the same.
+// Without a target the exporter still answers the other's probes.
+func (e *exporter) setProbing(t *testing.T, on bool) {
+	t.Helper()
+	if err := os.WriteFile(e.cfgFile, []byte(e.spec.config(on)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := httpClient.Post("http://"+e.web+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatalf("reload %s: %v", e.name, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload %s: %s: %s", e.name, resp.Status, body)
+	}
+	if ok := e.scrape(t).sum("rdma_exporter_config_last_reload_successful", nil); ok != 1 {
+		t.Fatalf("reload %s: rdma_exporter_config_last_reload_successful is %v", e.name, ok)
+	}
 }
 
 // runExporter starts rdma_exporter with the config cfg, written into dir,
@@ -98,7 +130,7 @@ func runExporter(t *testing.T, dir, name, web, cfg string, flags ...string) *exp
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := &exporter{name: name, web: web, logFile: filepath.Join(dir, "exporter.log"), waited: make(chan error, 1)}
+	e := &exporter{name: name, web: web, cfgFile: cfgFile, logFile: filepath.Join(dir, "exporter.log"), waited: make(chan error, 1)}
 	logf, err := os.Create(e.logFile)
 	if err != nil {
 		t.Fatal(err)

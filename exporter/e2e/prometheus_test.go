@@ -321,6 +321,9 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 		n, err := prom.query(`up{job="rdma_exporter"} == 1`)
 		return n == 3, fmt.Sprintf("%d up, %v", n, err)
 	})
+	base := measure(t, a, b)
+	t.Logf("baseline, before any probe: %v", base)
+	startProbing(t, a, b)
 	took := waitFor(t, 90*time.Second, "recording rules holding latency quantiles and bandwidth of both exporters", func() (bool, string) {
 		n, err := prom.query(`rdma:probe_latency_seconds:p99_5m`)
 		m, err2 := prom.query(`rdma_probe_bandwidth_bytes_per_second > 0`)
@@ -365,8 +368,6 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 		runQueries("healthy, again")
 	}
 
-	base := measure(t, a, b)
-	t.Logf("baseline: %v", base)
 	t.Logf("retry counters rising on the healthy testbed (per second, over 20 s):\n%s",
 		prom.values(`rdma:port_retry_counters:rate5m > 0`))
 	// Quiet while healthy: the alerts watched below stay inactive.
@@ -442,12 +443,7 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 	// test from a vanished client would hold its slot, and its QPs, for
 	// good (it did, before SideRun.Close stopped waiting for workers that
 	// never started).
-	var after usage
-	waitFor(t, 60*time.Second, "goroutines, fds and RDMA objects back at their baseline", func() (bool, string) {
-		after = measure(t, a, b)
-		return after.within(base), fmt.Sprintf("now %v; baseline %v", after, base)
-	})
-	t.Logf("after the faults: %v (baseline %v)", after, base)
+	settled(t, base, a, b)
 
 	if len(empty) > 0 {
 		var names []string
