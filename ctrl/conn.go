@@ -307,6 +307,10 @@ func (c *Conn) readError(ctx context.Context, op string, d time.Duration, err er
 	switch {
 	case isDeadline(err) && errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("ctrl: %s from %s: stopped%s: %w", op, c.peer, mid, ctx.Err())
+	case isDeadline(err) && d < time.Millisecond:
+		// The caller's deadline was already (or all but) spent when the
+		// wait began; "silent for 0s" would blame the peer for it.
+		return &timeoutError{fmt.Sprintf("ctrl: no time was left for %s from peer %s%s: the deadline had passed on earlier steps", op, c.peer, mid), err, ctxErr(ctx)}
 	case isDeadline(err):
 		return &timeoutError{fmt.Sprintf("ctrl: peer %s went silent for %s%s while %s", c.peer, fmtDur(d), mid, op), err, ctxErr(ctx)}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
@@ -332,6 +336,8 @@ func (c *Conn) writeError(ctx context.Context, kind Kind, d time.Duration, n int
 	switch {
 	case isDeadline(err) && errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("ctrl: sending %s to %s: stopped%s: %w", kind, c.peer, part, ctx.Err())
+	case isDeadline(err) && d < time.Millisecond:
+		return &timeoutError{fmt.Sprintf("ctrl: no time was left for sending %s to %s%s: the deadline had passed on earlier steps", kind, c.peer, part), err, ctxErr(ctx)}
 	case isDeadline(err):
 		return &timeoutError{fmt.Sprintf("ctrl: peer %s took nothing of the %s message for %s%s (it stopped reading)", c.peer, kind, fmtDur(d), part), err, ctxErr(ctx)}
 	case errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrClosedPipe):

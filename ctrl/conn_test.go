@@ -211,6 +211,26 @@ func TestRecvContext(t *testing.T) {
 	}
 }
 
+// A wait that begins with the caller's deadline all but spent must not
+// read as a peer silent for 0s: the time went on earlier steps.
+func TestRecvDeadlineSpent(t *testing.T) {
+	c, _ := pipeConn(t, Options{Timeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Microsecond)
+	defer cancel()
+	err := c.Recv(ctx, KindResult, nil)
+	if err == nil || strings.Contains(err.Error(), "silent for 0s") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Recv with 200us left: %v", err)
+	}
+	// The wording, whichever way the race above went.
+	err = c.readError(ctx, "waiting for result", 0, os.ErrDeadlineExceeded)
+	wantErr(t, err, "ctrl: no time was left for waiting for result from peer pipe: the deadline had passed on earlier steps")
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("errors.Is fails on %v", err)
+	}
+	err = c.writeError(ctx, KindSpec, 0, 0, os.ErrDeadlineExceeded)
+	wantErr(t, err, "ctrl: no time was left for sending spec to pipe: the deadline had passed on earlier steps")
+}
+
 func TestSendErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
