@@ -83,20 +83,24 @@ func (c *Conn) Close() error { return c.nc.Close() }
 // RemoteError is an error frame from the peer: it gave up and said why.
 type RemoteError struct {
 	Peer string
-	Code string // "auth", "version", "protocol" from the handshake; "" from SendError
+	Code string // "auth", "version", "protocol" from the handshake; "timeout" from SendTimeout; "" from SendError
 	Msg  string
 }
 
 func (e *RemoteError) Error() string { return "ctrl: peer " + e.Peer + " reported: " + e.Msg }
 
 // Unwrap lets errors.Is(err, ErrAuth) and errors.Is(err, ErrVersion) hold
-// for refusals the peer made during the handshake.
+// for refusals the peer made during the handshake, and
+// errors.Is(err, ErrPeerTimeout) for a peer that timed out. Codes this end
+// does not know unwrap to nothing, so a newer peer's stay plain errors.
 func (e *RemoteError) Unwrap() error {
 	switch e.Code {
 	case codeAuth:
 		return ErrAuth
 	case codeVersion:
 		return ErrVersion
+	case codeTimeout:
+		return ErrPeerTimeout
 	}
 	return nil
 }
@@ -105,6 +109,7 @@ const (
 	codeAuth     = "auth"
 	codeVersion  = "version"
 	codeProtocol = "protocol"
+	codeTimeout  = "timeout"
 )
 
 // Send encodes v as JSON and sends it as one frame of the given kind; a nil
@@ -131,6 +136,12 @@ func (c *Conn) Send(ctx context.Context, kind Kind, v any) error {
 // end's output.
 func (c *Conn) SendError(ctx context.Context, msg string) error {
 	return c.sendError(ctx, "", msg)
+}
+
+// SendTimeout is SendError for a failure that was a deadline passing on
+// this end; the peer's error then matches ErrPeerTimeout.
+func (c *Conn) SendTimeout(ctx context.Context, msg string) error {
+	return c.sendError(ctx, codeTimeout, msg)
 }
 
 func (c *Conn) sendError(ctx context.Context, code, msg string) error {

@@ -211,6 +211,29 @@ func TestRecvContext(t *testing.T) {
 	}
 }
 
+// A peer's timeout travels as such: the prober counts it with its own.
+func TestSendTimeout(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	ca, cb := NewConn(a, Options{}), NewConn(b, Options{})
+	ctx := context.Background()
+	errc := make(chan error, 1)
+	go func() { errc <- ca.SendTimeout(ctx, "ibv_modify_qp(RTR) on rxe0: connection timed out (errno 110)") }()
+	err := cb.Recv(ctx, KindResult, nil)
+	wantErr(t, err, "ctrl: peer pipe reported: ibv_modify_qp(RTR) on rxe0: connection timed out (errno 110)")
+	if !errors.Is(err, ErrPeerTimeout) || errors.Is(err, ErrAuth) || errors.Is(err, ErrVersion) {
+		t.Errorf("%v: want it to match ErrPeerTimeout alone", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	// A code this end does not know stays a plain error.
+	if err := (&RemoteError{Peer: "p", Code: "something-newer", Msg: "x"}); errors.Unwrap(err) != nil {
+		t.Errorf("unknown code unwraps to %v", errors.Unwrap(err))
+	}
+}
+
 // A wait that begins with the caller's deadline all but spent must not
 // read as a peer silent for 0s: the time went on earlier steps.
 func TestRecvDeadlineSpent(t *testing.T) {

@@ -78,10 +78,14 @@ func (k Kind) String() string {
 func (k Kind) known() bool { return k >= KindHello && k < kindEnd }
 
 // ErrVersion is wrapped by errors caused by the two ends speaking different
-// protocol versions; ErrAuth by errors of the token handshake.
+// protocol versions; ErrAuth by errors of the token handshake;
+// ErrPeerTimeout by a peer's report that it gave up on a deadline of its
+// own (on RoCE, often the other end's address never resolving), which is
+// a dead path as much as a deadline that passes on this end.
 var (
-	ErrVersion = errors.New("control protocol version mismatch")
-	ErrAuth    = errors.New("control channel authentication failed")
+	ErrVersion     = errors.New("control protocol version mismatch")
+	ErrAuth        = errors.New("control channel authentication failed")
+	ErrPeerTimeout = errors.New("the peer timed out")
 )
 
 // ProtocolError reports a peer that broke the protocol: a frame that is not

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
@@ -168,7 +169,11 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 	fail := func(err error) error {
 		ectx, ecancel := s.step(ctx)
 		defer ecancel()
-		_ = c.SendError(ectx, err.Error())
+		if pathTimedOut(err) {
+			_ = c.SendTimeout(ectx, err.Error())
+		} else {
+			_ = c.SendError(ectx, err.Error())
+		}
 		return err
 	}
 
@@ -271,4 +276,13 @@ func (s *Server) recv(ctx context.Context, c *ctrl.Conn, k ctrl.Kind, v any) err
 		return fmt.Errorf("waiting for %s: %w", k, err)
 	}
 	return nil
+}
+
+// pathTimedOut reports a failure that means the RDMA path to the client
+// is dead rather than a fault of either program: connecting the QP found
+// no answer from the client's address (ETIMEDOUT), or the transfer
+// stalled. The client counts these as timeouts, as it does its own.
+func pathTimedOut(err error) bool {
+	var se *rdma.StallError
+	return errors.Is(err, syscall.ETIMEDOUT) || errors.As(err, &se)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -156,8 +157,9 @@ func (m *Metrics) Record(k Key, res *rdma.Result, err error, took time.Duration,
 			m.probes.WithLabelValues(append(v, "completion_error")...).Inc()
 		// ETIMEDOUT: connecting the QP found no answer from the peer's
 		// address (on RoCE, its neighbour entry never resolved), which is
-		// a dead path as much as a stall is.
-		case errors.As(err, &se), errors.Is(err, errTimeout), errors.Is(err, syscall.ETIMEDOUT):
+		// a dead path as much as a stall is; so is the responder's report
+		// that the same happened on its end.
+		case errors.As(err, &se), errors.Is(err, errTimeout), errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, ctrl.ErrPeerTimeout):
 			m.timeouts.WithLabelValues(v...).Inc()
 			m.probes.WithLabelValues(append(v, "timeout")...).Inc()
 		case errors.As(err, &pd):

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -97,6 +99,10 @@ func TestProbeFailures(t *testing.T) {
 		{name: "deadline", delay: time.Second, result: "timeout"},
 		{name: "QP connect timed out", err: &rdma.VerbsError{Op: "ibv_modify_qp(RTR)", Device: "rxe0", Errno: syscall.ETIMEDOUT}, result: "timeout"},
 		{name: "port down", err: fmt.Errorf("setup: %w", &rdma.PortDownError{Device: "rxe0", Port: 1, State: "DOWN"}), result: "port_down"},
+		{name: "responder's QP connect timed out", err: &peer.Error{Addr: "10.0.0.1:18515", Stage: "exchanging endpoints",
+			Err: &ctrl.RemoteError{Peer: "10.0.0.1:18515", Code: "timeout", Msg: "ibv_modify_qp(RTR) on rxe0: connection timed out (errno 110)"}}, result: "timeout"},
+		{name: "responder's other failure", err: &peer.Error{Addr: "10.0.0.1:18515", Stage: "exchanging endpoints",
+			Err: &ctrl.RemoteError{Peer: "10.0.0.1:18515", Msg: "no device mlx5_9"}}, result: "error"},
 		{name: "other", err: errors.New("responder refused"), result: "error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
