@@ -408,14 +408,17 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 		return allIn(st, lossAlerts, "inactive")
 	})
 
-	// Every packet on veth1 lost, ARP included: connecting a new QP finds
-	// no answer from the peer's address and times out.
+	// Every packet on veth1 lost, ARP included, and the neighbour entries
+	// gone as a dead host's expire: connecting a new QP finds no answer
+	// from the peer's address and times out, on one end or the other.
 	t.Log("100% loss of every packet on veth1:")
 	unloss = netfault.Loss(t, "veth1", "100%")
-	waitFor(t, 30*time.Second, "timeouts recorded with every packet lost", func() (bool, string) {
+	netfault.ForgetNeighbours(t, "veth0", "veth1")
+	took = waitFor(t, 30*time.Second, "timeouts recorded with every packet lost", func() (bool, string) {
 		n, err := prom.query(`increase(rdma_probe_timeouts_total[20s]) > 0`)
 		return n > 0, fmt.Sprintf("%d series with new timeouts, %v", n, err)
 	})
+	t.Logf("     %.1f s  timeouts recorded", took.Seconds())
 	prom.watchAlerts(t, 60*time.Second, "probe failure alert firing with every packet lost", []string{"RDMAProbeFailing"}, func(st map[string]string) bool {
 		return allIn(st, []string{"RDMAProbeFailing"}, "firing")
 	})

@@ -36,6 +36,18 @@ func Loss(t testing.TB, dev, pct string) (remove func()) {
 	return removeRoot(t, dev)
 }
 
+// ForgetNeighbours flushes the neighbour (ARP) entries of each dev, as
+// they expire by themselves when a host goes away. Under total loss a QP
+// connect then has to resolve the peer's address afresh and times out
+// within seconds, instead of whenever the stale entry happens to expire
+// (15 to 45 s and more).
+func ForgetNeighbours(t testing.TB, devs ...string) {
+	t.Helper()
+	for _, dev := range devs {
+		IP(t, "neigh", "flush", "dev", dev)
+	}
+}
+
 // RoCELoss makes dev drop pct of the RoCE packets it sends (UDP port
 // 4791) and nothing else: ARP still answers, so QPs connect and a test
 // fails on the RDMA data path itself. The returned func removes it; so
