@@ -288,7 +288,9 @@ var faultSpec = rdma.TestSpec{
 
 // TestLinkDown: the veth goes down mid-test. retry_cnt 3 with timeout 14
 // ends the QP with RETRY_EXC_ERR in about 3.4 s on rxe; the engine's own
-// stall deadline (5 s) is the backstop.
+// stall deadline (5 s) is the backstop. rxe may instead fail a request it
+// is sending as the link goes down, at once, with LOC_QP_OP_ERR (seen
+// 0.1 ms after link down, in a run on a loaded host).
 func TestLinkDown(t *testing.T) {
 	r := startResponder(t)
 	after, err := faultRun(t, r, faultSpec, func() { netfault.IP(t, "link", "set", "veth1", "down") })
@@ -298,8 +300,8 @@ func TestLinkDown(t *testing.T) {
 	var se *rdma.StallError
 	switch {
 	case errors.As(err, &ce):
-		if ce.Status != rdma.WCRetryExcErr {
-			t.Errorf("completion status %s, want RETRY_EXC_ERR", ce.Status)
+		if ce.Status != rdma.WCRetryExcErr && ce.Status != rdma.WCLocQPOpErr {
+			t.Errorf("completion status %s, want RETRY_EXC_ERR (or LOC_QP_OP_ERR)", ce.Status)
 		}
 	case errors.As(err, &se):
 	default:

@@ -120,7 +120,7 @@ func (s WCStatus) LikelyCause() string {
 	case WCRemOpErr:
 		return "the peer failed to carry out the operation"
 	case WCLocQPOpErr:
-		return "the local QP could not post this request (QP attributes or inline size)"
+		return "the local QP could not post or send this request (QP attributes or inline size; on soft-RoCE also the link going down as it was sent)"
 	}
 	return ""
 }
