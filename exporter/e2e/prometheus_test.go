@@ -43,7 +43,7 @@ var testRules = rules.Options{
 	Thresholds: map[string]float64{"rdma:alert_threshold:port_retry_events_per_second": 0.5},
 }
 
-func startPrometheus(t *testing.T, targets ...string) *prometheus {
+func startPrometheus(t *testing.T, targets []string, flags ...string) *prometheus {
 	t.Helper()
 	dir := t.TempDir()
 	files, err := rules.Rewrite(dir, testRules)
@@ -74,22 +74,15 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	p.cmd = exec.Command("prometheus", "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+p.addr, "--log.level=info")
+	p.cmd = exec.Command("prometheus", append([]string{"--config.file=" + cfgFile, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + p.addr, "--log.level=info"}, flags...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting prometheus (Debian package prometheus): %v", err)
 	}
 	go func() { p.waited <- p.cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.waited:
-		case <-time.After(20 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.waited
-			t.Errorf("prometheus did not stop within 20 s of SIGINT")
-		}
+		p.stop(t)
 		if t.Failed() {
 			b, _ := os.ReadFile(p.logFile)
 			t.Logf("prometheus log (tail):\n%s", tail(string(b), 30))
@@ -112,6 +105,27 @@ scrape_configs:
 	})
 	t.Logf("prometheus ready %v after start, rules from %v", took.Round(time.Millisecond), files)
 	return p
+}
+
+// stop sends SIGINT and waits at most 20 s for the server to end; it may
+// be called again.
+func (p *prometheus) stop(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-p.waited:
+		p.waited <- err
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-p.waited:
+		p.waited <- err
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		p.waited <- <-p.waited
+		t.Errorf("prometheus did not stop within 20 s of SIGINT")
+	}
 }
 
 // apiResponse is the envelope of every Prometheus HTTP API answer.
@@ -315,7 +329,7 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 	}
 	mlx5 := runExporter(t, t.TempDir(), "mlx5-fixture", freePort(t, "127.0.0.1"),
 		"responder: {enabled: false}\n", "--sysfs.root="+fixture, "--device=mlx5_0")
-	prom := startPrometheus(t, a.web, b.web, mlx5.web)
+	prom := startPrometheus(t, []string{a.web, b.web, mlx5.web})
 
 	waitFor(t, 60*time.Second, "prometheus scraping the three exporters", func() (bool, string) {
 		n, err := prom.query(`up{job="rdma_exporter"} == 1`)
@@ -330,6 +344,23 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 		return n >= 2 && m >= 2, fmt.Sprintf("%d p99 series (%v), %d bandwidth series (%v)", n, err, m, err2)
 	})
 	t.Logf("recording rules filled %v after prometheus started", took.Round(time.Millisecond))
+
+	// The native histogram. Prometheus 2.42 ingests it only behind a
+	// feature flag, and then leaves out the classic buckets of the same
+	// histogram (scrape_classic_histograms came in 2.45), which the rules
+	// and dashboards use; so a second server, with the flag, reads it.
+	native := startPrometheus(t, []string{a.web, b.web}, "--enable-feature=native-histograms")
+	took = waitFor(t, 60*time.Second, "native latency histograms of both exporters in a second prometheus", func() (bool, string) {
+		n, err := native.query(`histogram_count(rate(rdma_probe_latency_seconds[15s])) > 0`)
+		return n >= 2, fmt.Sprintf("%d series, %v", n, err)
+	})
+	t.Logf("native histograms ingested %v after that server started; p99 latency (RTT) by target:\nnative:\n%s\nclassic buckets:\n%s", took.Round(time.Millisecond),
+		native.values(`histogram_quantile(0.99, sum by (instance, target) (rate(rdma_probe_latency_seconds[30s])))`),
+		prom.values(`histogram_quantile(0.99, sum by (instance, target, le) (rate(rdma_probe_latency_seconds_bucket[30s])))`))
+	if n, err := native.query(`rdma_probe_latency_seconds_bucket`); n != 0 || err != nil {
+		t.Errorf("the native-histogram server holds %d classic bucket series (%v); the check above may have read those", n, err)
+	}
+	native.stop(t)
 
 	// Every dashboard query: the drill-down on target b as seen from
 	// exporter a; the ports dashboard on every device of every exporter,
