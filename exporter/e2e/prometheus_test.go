@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/rdmarun/rdmarun/dashboards"
 	"github.com/rdmarun/rdmarun/prometheus/rules"
 
@@ -29,8 +30,10 @@ type prometheus struct {
 	waited  chan error
 }
 
-// The rules' time scale for this test: Prometheus scrapes and evaluates
-// every second, alerts fire after 3 s instead of minutes, and every range
+// The rules' time scale for this test: Prometheus scrapes every 2 s (a
+// scrape of an exporter in the emulated VM takes 0.1 to 0.4 s, and up to
+// 1.1 s on a loaded host) and evaluates every second, alerts fire after
+// 3 s instead of minutes, and every range
 // in the rules is 20 s, so an alert clears within about that long after
 // its fault ends. One threshold is tuned to the testbed, as an operator
 // would tune it to a fabric: soft-RoCE under emulation retries now and
@@ -43,7 +46,10 @@ var testRules = rules.Options{
 	Thresholds: map[string]float64{"rdma:alert_threshold:port_retry_events_per_second": 0.5},
 }
 
-func startPrometheus(t *testing.T, targets []string, flags ...string) *prometheus {
+// startPrometheus runs Debian's Prometheus with the shipped rules
+// (rewritten for the test) over targets, scraping every interval with a
+// timeout of nine tenths of it.
+func startPrometheus(t *testing.T, targets []string, interval time.Duration, flags ...string) *prometheus {
 	t.Helper()
 	dir := t.TempDir()
 	files, err := rules.Rewrite(dir, testRules)
@@ -55,15 +61,15 @@ func startPrometheus(t *testing.T, targets []string, flags ...string) *prometheu
 		quoted[i] = `"` + tg + `"`
 	}
 	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 900ms
+  scrape_interval: %s
+  scrape_timeout: %s
   evaluation_interval: 1s
 rule_files: ["%s"]
 scrape_configs:
   - job_name: rdma_exporter
     static_configs:
       - targets: [%s]
-`, strings.Join(files, `", "`), strings.Join(quoted, ", "))
+`, model.Duration(interval), model.Duration(interval*9/10), strings.Join(files, `", "`), strings.Join(quoted, ", "))
 	cfgFile := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -329,7 +335,7 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 	}
 	mlx5 := runExporter(t, t.TempDir(), "mlx5-fixture", freePort(t, "127.0.0.1"),
 		"responder: {enabled: false}\n", "--sysfs.root="+fixture, "--device=mlx5_0")
-	prom := startPrometheus(t, []string{a.web, b.web, mlx5.web})
+	prom := startPrometheus(t, []string{a.web, b.web, mlx5.web}, 2*time.Second)
 
 	waitFor(t, 60*time.Second, "prometheus scraping the three exporters", func() (bool, string) {
 		n, err := prom.query(`up{job="rdma_exporter"} == 1`)
@@ -349,10 +355,11 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 	// feature flag, and then leaves out the classic buckets of the same
 	// histogram (scrape_classic_histograms came in 2.45), which the rules
 	// and dashboards use; so a second server, with the flag, reads it.
-	native := startPrometheus(t, []string{a.web, b.web}, "--enable-feature=native-histograms")
+	t.Logf("scrape seconds of the first server:\n%s", prom.values(`scrape_duration_seconds`))
+	native := startPrometheus(t, []string{a.web, b.web}, 3*time.Second, "--enable-feature=native-histograms")
 	took = waitFor(t, 60*time.Second, "native latency histograms of both exporters in a second prometheus", func() (bool, string) {
-		n, err := native.query(`histogram_count(rate(rdma_probe_latency_seconds[15s])) > 0`)
-		return n >= 2, fmt.Sprintf("%d series, %v", n, err)
+		n, err := native.query(`histogram_count(rate(rdma_probe_latency_seconds[20s])) > 0`)
+		return n >= 2, fmt.Sprintf("%d series, %v; up and scrape seconds:\n%s\n%s", n, err, native.values(`up`), native.values(`scrape_duration_seconds`))
 	})
 	t.Logf("native histograms ingested %v after that server started; p99 latency (RTT) by target:\nnative:\n%s\nclassic buckets:\n%s", took.Round(time.Millisecond),
 		native.values(`histogram_quantile(0.99, sum by (instance, target) (rate(rdma_probe_latency_seconds[30s])))`),
