@@ -46,9 +46,16 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // RemoteSideError is a failure the responder reported about its own side.
-type RemoteSideError struct{ Msg string }
+// One that was a dead path (Timeout) matches ctrl.ErrPeerTimeout, as the
+// same failure does when the responder reports it before the test.
+type RemoteSideError struct {
+	Msg     string
+	Timeout bool
+}
 
 func (e *RemoteSideError) Error() string { return "responder side failed: " + e.Msg }
+
+func (e *RemoteSideError) Is(target error) bool { return e.Timeout && target == ctrl.ErrPeerTimeout }
 
 // Run runs spec against the responder at cfg.Addr. The local endpoint is
 // created here and freed before Run returns.
@@ -173,7 +180,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Resul
 	bcancel()
 	var remoteErr error
 	if theirRes.Error != "" {
-		remoteErr = &RemoteSideError{Msg: theirRes.Error}
+		remoteErr = &RemoteSideError{Msg: theirRes.Error, Timeout: theirRes.Timeout}
 		if theirRes.Stopped {
 			remoteErr = fmt.Errorf("%w: %w", rdma.ErrStopped, remoteErr)
 		}

@@ -245,6 +245,7 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 		msg.Side = nil
 		msg.Error = runErr.Error()
 		msg.Stopped = errors.Is(runErr, rdma.ErrStopped)
+		msg.Timeout = pathTimedOut(runErr)
 	}
 	if linkErr != nil {
 		// The client is gone or broke the protocol: nobody to tell.

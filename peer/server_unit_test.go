@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -22,5 +23,16 @@ func TestPathTimedOut(t *testing.T) {
 		if got := pathTimedOut(tc.err); got != tc.want {
 			t.Errorf("pathTimedOut(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// The responder's stall in the middle of a test reaches the client as a
+// timeout, as one before the test does through ctrl.SendTimeout.
+func TestRemoteSideTimeout(t *testing.T) {
+	if !errors.Is(&RemoteSideError{Msg: "stalled", Timeout: true}, ctrl.ErrPeerTimeout) {
+		t.Error("a remote side's timeout does not match ctrl.ErrPeerTimeout")
+	}
+	if errors.Is(&RemoteSideError{Msg: "no memory"}, ctrl.ErrPeerTimeout) {
+		t.Error("a remote side's other failure matches ctrl.ErrPeerTimeout")
 	}
 }

@@ -53,4 +53,7 @@ type resultMsg struct {
 	// Stopped: the responder only stopped because the client failed or
 	// went away; its error explains nothing.
 	Stopped bool `json:"stopped,omitempty"`
+	// Timeout: the responder's side failed as a dead path does (a stall
+	// or a connect that timed out), so the client counts it as a timeout.
+	Timeout bool `json:"timeout,omitempty"`
 }

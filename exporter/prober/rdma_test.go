@@ -103,6 +103,7 @@ func TestProbeFailures(t *testing.T) {
 			Err: &ctrl.RemoteError{Peer: "10.0.0.1:18515", Code: "timeout", Msg: "ibv_modify_qp(RTR) on rxe0: connection timed out (errno 110)"}}, result: "timeout"},
 		{name: "responder's other failure", err: &peer.Error{Addr: "10.0.0.1:18515", Stage: "exchanging endpoints",
 			Err: &ctrl.RemoteError{Peer: "10.0.0.1:18515", Msg: "no device mlx5_9"}}, result: "error"},
+		{name: "responder's side stalled during the test", err: &peer.RemoteSideError{Msg: "stalled", Timeout: true}, result: "timeout"},
 		{name: "other", err: errors.New("responder refused"), result: "error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
