@@ -59,9 +59,8 @@ func (e *RemoteSideError) Is(target error) bool { return e.Timeout && target == 
 
 // Run runs spec against the responder at cfg.Addr. The local endpoint is
 // created here and freed before Run returns.
-func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Result, error) {
-	spec, err := rdma.Normalize(spec)
-	if err != nil {
+func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, error) {
+	if err := spec.Ready(); err != nil {
 		return nil, err
 	}
 	addr := cfg.Addr
@@ -123,7 +122,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.TestSpec) (*rdma.Resul
 		return nil
 	}
 
-	if err := send("sending the spec", ctrl.KindSpec, specMsg{Spec: spec, Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex}); err != nil {
+	if err := send("sending the spec", ctrl.KindSpec, specMsg{Spec: spec.Settings(), Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex}); err != nil {
 		return nil, err
 	}
 	var ok specOKMsg

@@ -184,7 +184,7 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 	if err != nil {
 		return fmt.Errorf("reading the spec: %w", err)
 	}
-	spec, err := rdma.Normalize(req.Spec)
+	spec, err := req.Spec.Complete()
 	if err != nil {
 		return fail(fmt.Errorf("invalid spec: %w", err))
 	}

@@ -99,9 +99,20 @@ func client(r *responder) peer.ClientConfig {
 	return peer.ClientConfig{Addr: r.addr, Device: "rxe1", GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second}
 }
 
+// complete makes the engine's form of spec, failing the test when the
+// spec cannot run.
+func complete(t *testing.T, spec rdma.TestSpec) rdma.Test {
+	t.Helper()
+	c, err := spec.Complete()
+	if err != nil {
+		t.Fatalf("%s: %v", spec, err)
+	}
+	return c
+}
+
 func run(t *testing.T, r *responder, spec rdma.TestSpec) *rdma.Result {
 	t.Helper()
-	res, err := peer.Run(context.Background(), client(r), spec)
+	res, err := peer.Run(context.Background(), client(r), complete(t, spec))
 	if err != nil {
 		t.Fatalf("%s: %v\nresponder log:\n%s", spec, err, r.output())
 	}
@@ -200,7 +211,7 @@ func TestServeSurvivesMisbehaviour(t *testing.T) {
 	cfg := client(r)
 	cfg.Token = "wrong"
 	start := time.Now()
-	_, err := peer.Run(context.Background(), cfg, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10})
+	_, err := peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10}))
 	if !errors.Is(err, ctrl.ErrAuth) {
 		t.Fatalf("wrong token: got %v, want ErrAuth", err)
 	}
@@ -211,14 +222,14 @@ func TestServeSurvivesMisbehaviour(t *testing.T) {
 
 	// No token at all against a responder that has one.
 	cfg.Token = ""
-	if _, err := peer.Run(context.Background(), cfg, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10}); err == nil || !strings.Contains(err.Error(), "token") {
+	if _, err := peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10})); err == nil || !strings.Contains(err.Error(), "token") {
 		t.Fatalf("missing token: got %v", err)
 	}
 
 	// After all that, a correct client is served.
 	cfg.Token = "s3cret"
 	for range 3 {
-		res, err := peer.Run(context.Background(), cfg, rdma.TestSpec{Op: rdma.OpSend, Iterations: 50, Validate: true})
+		res, err := peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 50, Validate: true}))
 		if err != nil {
 			t.Fatalf("correct client after misbehaviour: %v\n%s", err, r.output())
 		}
@@ -248,7 +259,7 @@ func TestSilentResponder(t *testing.T) {
 	}()
 	cfg := peer.ClientConfig{Addr: ln.Addr().String(), Device: "rxe1", GIDIndex: rdma.AutoGIDIndex, StepTimeout: 2 * time.Second}
 	start := time.Now()
-	_, err = peer.Run(context.Background(), cfg, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10})
+	_, err = peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10}))
 	took := time.Since(start)
 	var pe *peer.Error
 	if !errors.As(err, &pe) || pe.Stage != "handshake" {
@@ -266,7 +277,7 @@ func faultRun(t *testing.T, r *responder, spec rdma.TestSpec, inject func()) (ti
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := peer.Run(context.Background(), client(r), spec)
+		_, err := peer.Run(context.Background(), client(r), complete(t, spec))
 		done <- err
 	}()
 	time.Sleep(time.Second)
@@ -283,7 +294,7 @@ func faultRun(t *testing.T, r *responder, spec rdma.TestSpec, inject func()) (ti
 
 var faultSpec = rdma.TestSpec{
 	Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Duration: rdma.Duration(20 * time.Second),
-	StallTimeout: rdma.Duration(5 * time.Second), QP: rdma.QPAttrs{RetryCnt: 3, Timeout: 14},
+	StallTimeout: rdma.Duration(5 * time.Second), QP: rdma.QPSettings{RetryCnt: new(3), Timeout: new(14)},
 }
 
 // TestLinkDown: the veth goes down mid-test. retry_cnt 3 with timeout 14
@@ -338,7 +349,7 @@ func TestLossSome(t *testing.T) {
 	r := startResponder(t)
 	netfault.TC(t, "qdisc", "add", "dev", "veth1", "root", "netem", "loss", "5%")
 	defer netfault.TC(t, "qdisc", "del", "dev", "veth1", "root")
-	res := run(t, r, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Iterations: 300, QP: rdma.QPAttrs{RetryCnt: 7}, StallTimeout: rdma.Duration(20 * time.Second)})
+	res := run(t, r, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Iterations: 300, QP: rdma.QPSettings{RetryCnt: new(7)}, StallTimeout: rdma.Duration(20 * time.Second)})
 	moved := res.Sides[0].Counters.HWCounters["completer_retry_err"] + res.Sides[0].Counters.HWCounters["rcvd_seq_err"] +
 		res.Sides[1].Counters.HWCounters["out_of_seq_request"] + res.Sides[1].Counters.HWCounters["duplicate_request"]
 	if moved == 0 {
@@ -365,7 +376,7 @@ func TestResponderKilled(t *testing.T) {
 // TestGIDTypeMismatch: a peer that announces a RoCE v1 GID where this end
 // uses v2 is refused before any QP moves.
 func TestGIDTypeMismatch(t *testing.T) {
-	spec := rdma.TestSpec{Op: rdma.OpWrite}
+	spec := complete(t, rdma.TestSpec{Op: rdma.OpWrite})
 	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}))
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +384,7 @@ func TestGIDTypeMismatch(t *testing.T) {
 	defer ep.Close()
 	fake := ep.Info()
 	fake.Device, fake.GIDType = "mlx5_0", rdma.GIDTypeRoCEv1
-	err = ep.Connect(fake, rdma.QPAttrs{})
+	err = ep.Connect(fake, spec.QP)
 	if err == nil || !strings.Contains(err.Error(), "GID types differ: rxe1 uses RoCEv2") {
 		t.Fatalf("got %v", err)
 	}
@@ -394,7 +405,7 @@ func TestTLS(t *testing.T) {
 	}
 	cfg := client(r)
 	cfg.TLS, cfg.Token = tlsCfg, "tls-and-token"
-	res, err := peer.Run(context.Background(), cfg, rdma.TestSpec{Op: rdma.OpSend, Iterations: 50, Validate: true})
+	res, err := peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 50, Validate: true}))
 	if err != nil {
 		t.Fatalf("over TLS: %v\n%s", err, r.output())
 	}
@@ -402,7 +413,7 @@ func TestTLS(t *testing.T) {
 
 	plain := client(r)
 	plain.Token = "tls-and-token"
-	_, err = peer.Run(context.Background(), plain, rdma.TestSpec{Op: rdma.OpSend, Iterations: 10})
+	_, err = peer.Run(context.Background(), plain, complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 10}))
 	if err == nil || !strings.Contains(err.Error(), "TLS") {
 		t.Fatalf("plain client to a TLS responder: got %v, want an error naming TLS", err)
 	}

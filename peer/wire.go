@@ -15,6 +15,8 @@ const DefaultPort = "18520"
 
 // specMsg asks the responder to set up its side of a test.
 type specMsg struct {
+	// Spec is the client's complete test, every setting given; the
+	// responder completes it again, which checks it.
 	Spec rdma.TestSpec `json:"spec"`
 	// Device on the responder; empty: its default.
 	Device   string `json:"device,omitempty"`

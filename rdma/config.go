@@ -15,11 +15,11 @@ type EndpointConfig struct {
 	// its registered buffer holds a send area and a receive area of this
 	// size.
 	MaxMessage int
-	SQDepth    int  // send queue depth; 0 means 128
-	RQDepth    int  // receive queue depth; 0 means 512
-	MaxInline  int  // inline data requested for the QP; 0 means 220, negative means none
+	SQDepth    int  // send queue depth
+	RQDepth    int  // receive queue depth
+	MaxInline  int  // inline data requested for the QP; 0: none
 	Hugepages  bool // back the buffer with 2 MiB huge pages
-	QPs        int  // queue pairs, each with its own CQ and buffer slot; 0 means 1
+	QPs        int  // queue pairs, each with its own CQ and buffer slot
 	QPType     QPType
 	// Channels is the number of completion channels (one per thread in
 	// event mode); QP i's CQ reports to channel i % Channels. 0: none,
@@ -27,25 +27,12 @@ type EndpointConfig struct {
 	Channels int
 }
 
+// withDefaults fills the port, the one setting an endpoint has of its own;
+// the test's settings come from SpecConfig.
 func (c *EndpointConfig) withDefaults() EndpointConfig {
 	out := *c
 	if out.Port == 0 {
 		out.Port = 1
-	}
-	if out.SQDepth == 0 {
-		out.SQDepth = 128
-	}
-	if out.RQDepth == 0 {
-		out.RQDepth = 512
-	}
-	if out.QPs == 0 {
-		out.QPs = 1
-	}
-	if out.MaxInline == 0 {
-		out.MaxInline = 220
-	}
-	if out.MaxInline < 0 {
-		out.MaxInline = 0
 	}
 	return out
 }
@@ -61,11 +48,13 @@ func (c *EndpointConfig) Validate() error {
 		return fmt.Errorf("endpoint: gid index %d is negative; use an index from `rdmarun devices` or auto", c.GIDIndex)
 	case c.MaxMessage < 1 || c.MaxMessage > 1<<30:
 		return fmt.Errorf("endpoint: max message %d bytes out of range 1..1 GiB", c.MaxMessage)
-	case c.SQDepth < 0 || c.SQDepth > 1<<15:
+	case c.SQDepth < 1 || c.SQDepth > 1<<15:
 		return fmt.Errorf("endpoint: send queue depth %d out of range 1..32768", c.SQDepth)
-	case c.RQDepth < 0 || c.RQDepth > 1<<15:
+	case c.RQDepth < 1 || c.RQDepth > 1<<15:
 		return fmt.Errorf("endpoint: receive queue depth %d out of range 1..32768", c.RQDepth)
-	case c.QPs < 0 || c.QPs > 4096:
+	case c.MaxInline < 0:
+		return fmt.Errorf("endpoint: max inline %d bytes is negative", c.MaxInline)
+	case c.QPs < 1 || c.QPs > 4096:
 		return fmt.Errorf("endpoint: %d QPs out of range 1..4096", c.QPs)
 	case c.Channels < 0 || c.Channels > 4096:
 		return fmt.Errorf("endpoint: %d completion channels out of range 0..4096", c.Channels)
@@ -75,12 +64,11 @@ func (c *EndpointConfig) Validate() error {
 	return nil
 }
 
-// QPAttrs are the connection attributes of an RC QP. The zero value of a
-// field means "the default" (see DefaultQPAttrs); Effective in results
-// holds what was really set.
+// QPAttrs are the connection attributes of an RC QP, each with its value:
+// what a Test runs with and what results record (Effective after connect).
 type QPAttrs struct {
 	MTU          int `json:"mtu_bytes"`     // path MTU; 0: the port's active MTU
-	Timeout      int `json:"timeout"`       // local ACK timeout, 4.096 us * 2^timeout
+	Timeout      int `json:"timeout"`       // local ACK timeout, 4.096 us * 2^timeout; 0: wait forever
 	RetryCnt     int `json:"retry_cnt"`     // transport retries before RETRY_EXC_ERR
 	RNRRetry     int `json:"rnr_retry"`     // receiver-not-ready retries (7: forever)
 	MinRNRTimer  int `json:"min_rnr_timer"` // enum, 12 = 0.64 ms
@@ -90,11 +78,63 @@ type QPAttrs struct {
 	HopLimit     int `json:"hop_limit"`
 }
 
-// DefaultQPAttrs are the attributes used where a field is zero. retry_cnt
-// is 6, not the 7 many tools hard-code: soft-RoCE treats 7 as "retry
-// forever", so a dead peer would never produce an error completion.
+// QPSettings are the QP attributes a user gives: nil means the default
+// (DefaultQPAttrs). Pointers, because 0 is a legal retry_cnt, timeout or
+// rnr_retry that a zero value could not tell from "unset".
+type QPSettings struct {
+	MTU          *int `json:"mtu_bytes,omitempty"`
+	Timeout      *int `json:"timeout,omitempty"`
+	RetryCnt     *int `json:"retry_cnt,omitempty"`
+	RNRRetry     *int `json:"rnr_retry,omitempty"`
+	MinRNRTimer  *int `json:"min_rnr_timer,omitempty"`
+	MaxRdAtomic  *int `json:"max_rd_atomic,omitempty"`
+	SL           *int `json:"sl,omitempty"`
+	TrafficClass *int `json:"traffic_class,omitempty"`
+	HopLimit     *int `json:"hop_limit,omitempty"`
+}
+
+// DefaultQPAttrs are the attributes used where a setting is nil.
+// retry_cnt is 6, not the 7 many tools hard-code: soft-RoCE treats 7 as
+// "retry forever", so a dead peer would never produce an error completion.
 func DefaultQPAttrs() QPAttrs {
 	return QPAttrs{Timeout: 14, RetryCnt: 6, RNRRetry: 7, MinRNRTimer: 12, MaxRdAtomic: 1, HopLimit: 64}
+}
+
+// fields pairs each setting with its attribute, so resolve and Settings
+// cannot miss one.
+func (q *QPSettings) fields(a *QPAttrs) []struct {
+	set **int
+	val *int
+} {
+	return []struct {
+		set **int
+		val *int
+	}{
+		{&q.MTU, &a.MTU}, {&q.Timeout, &a.Timeout}, {&q.RetryCnt, &a.RetryCnt}, {&q.RNRRetry, &a.RNRRetry},
+		{&q.MinRNRTimer, &a.MinRNRTimer}, {&q.MaxRdAtomic, &a.MaxRdAtomic}, {&q.SL, &a.SL},
+		{&q.TrafficClass, &a.TrafficClass}, {&q.HopLimit, &a.HopLimit},
+	}
+}
+
+// resolve takes each given setting over its default.
+func (q QPSettings) resolve() QPAttrs {
+	a := DefaultQPAttrs()
+	for _, f := range q.fields(&a) {
+		if *f.set != nil {
+			*f.val = **f.set
+		}
+	}
+	return a
+}
+
+// Settings gives every attribute as an explicit setting.
+func (a QPAttrs) Settings() QPSettings {
+	var q QPSettings
+	for _, f := range q.fields(&a) {
+		v := *f.val
+		*f.set = &v
+	}
+	return q
 }
 
 // Validate checks the ranges the verbs API allows.
@@ -119,36 +159,6 @@ func (q QPAttrs) Validate() error {
 	return nil
 }
 
-// merged fills the zero fields from DefaultQPAttrs. Zero is a legal value
-// for retry_cnt and timeout, so callers that want 0 must say so through
-// an explicit non-default path; no such path exists yet.
-func (q QPAttrs) merged() QPAttrs {
-	d := DefaultQPAttrs()
-	if q.MTU != 0 {
-		d.MTU = q.MTU
-	}
-	if q.Timeout != 0 {
-		d.Timeout = q.Timeout
-	}
-	if q.RetryCnt != 0 {
-		d.RetryCnt = q.RetryCnt
-	}
-	if q.RNRRetry != 0 {
-		d.RNRRetry = q.RNRRetry
-	}
-	if q.MinRNRTimer != 0 {
-		d.MinRNRTimer = q.MinRNRTimer
-	}
-	if q.MaxRdAtomic != 0 {
-		d.MaxRdAtomic = q.MaxRdAtomic
-	}
-	if q.HopLimit != 0 {
-		d.HopLimit = q.HopLimit
-	}
-	d.SL, d.TrafficClass = q.SL, q.TrafficClass
-	return d
-}
-
 // EndpointInfo is what the other end needs to connect to an endpoint and
 // reach its memory. QP i's receive area is at Addr + i*Stride.
 type EndpointInfo struct {
@@ -168,28 +178,26 @@ type EndpointInfo struct {
 	MaxInline int      `json:"max_inline_bytes"`
 }
 
-// PairConfig fills in the endpoint settings a spec needs (queues, QPs,
+// PairConfig fills in the endpoint settings t needs (queues, QPs,
 // channels, buffer size) on two endpoint configs that name the devices.
-func PairConfig(spec TestSpec, requester, responder EndpointConfig) (EndpointConfig, EndpointConfig) {
-	return SpecConfig(spec, requester), SpecConfig(spec, responder)
+func PairConfig(t Test, requester, responder EndpointConfig) (EndpointConfig, EndpointConfig) {
+	return SpecConfig(t, requester), SpecConfig(t, responder)
 }
 
-// SpecConfig fills in the endpoint settings spec needs on c.
-func SpecConfig(spec TestSpec, c EndpointConfig) EndpointConfig {
-	spec = spec.WithDefaults()
-	c.MaxMessage = max(c.MaxMessage, spec.Size)
-	c.QPs = spec.QPs
-	c.QPType = spec.QPType
-	c.SQDepth = spec.TxDepth
-	c.RQDepth = spec.RxDepth
-	c.MaxInline = spec.Inline
-	if spec.Inline == 0 {
-		c.MaxInline = -1
-	}
-	c.Hugepages = spec.Hugepages
+// SpecConfig fills in the endpoint settings t needs on c. It is how an
+// endpoint gets its queue depths: EndpointConfig has no defaults of its
+// own.
+func SpecConfig(t Test, c EndpointConfig) EndpointConfig {
+	c.MaxMessage = max(c.MaxMessage, t.Size)
+	c.QPs = t.QPs
+	c.QPType = t.QPType
+	c.SQDepth = t.TxDepth
+	c.RQDepth = t.RxDepth
+	c.MaxInline = t.Inline
+	c.Hugepages = t.Hugepages
 	c.Channels = 0
-	if spec.Mode == ModeEvent {
-		c.Channels = spec.Threads
+	if t.Mode == ModeEvent {
+		c.Channels = t.Threads
 	}
 	return c
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestEndpointConfigValidate(t *testing.T) {
-	ok := EndpointConfig{Device: "rxe0", GIDIndex: AutoGIDIndex, MaxMessage: 4096}
+	ok := EndpointConfig{Device: "rxe0", GIDIndex: AutoGIDIndex, MaxMessage: 4096, SQDepth: 16, RQDepth: 16, QPs: 1}
 	for _, tc := range []struct {
 		mod  func(*EndpointConfig)
 		want string
@@ -19,6 +19,10 @@ func TestEndpointConfigValidate(t *testing.T) {
 		{func(c *EndpointConfig) { c.GIDIndex = -2 }, "endpoint: gid index -2 is negative; use an index from `rdmarun devices` or auto"},
 		{func(c *EndpointConfig) { c.MaxMessage = 0 }, "endpoint: max message 0 bytes out of range 1..1 GiB"},
 		{func(c *EndpointConfig) { c.SQDepth = 1 << 16 }, "endpoint: send queue depth 65536 out of range 1..32768"},
+		// The depths come from the test (SpecConfig); an endpoint has no
+		// defaults of its own to fall back on.
+		{func(c *EndpointConfig) { c.RQDepth = 0 }, "endpoint: receive queue depth 0 out of range 1..32768"},
+		{func(c *EndpointConfig) { c.QPs = 0 }, "endpoint: 0 QPs out of range 1..4096"},
 	} {
 		c := ok
 		tc.mod(&c)
@@ -39,28 +43,44 @@ func TestQPAttrs(t *testing.T) {
 	if err := (QPAttrs{RetryCnt: 8}).Validate(); err == nil || err.Error() != "qp: retry_cnt 8 out of range 0..7" {
 		t.Errorf("got %v", err)
 	}
-	m := QPAttrs{RetryCnt: 3, MTU: 4096, SL: 2}.merged()
+	m := QPSettings{RetryCnt: new(3), MTU: new(4096), SL: new(2)}.resolve()
 	want := DefaultQPAttrs()
 	want.RetryCnt, want.MTU, want.SL = 3, 4096, 2
 	if m != want {
-		t.Errorf("merged = %+v, want %+v", m, want)
+		t.Errorf("resolve = %+v, want %+v", m, want)
+	}
+	// 0 is a legal retry_cnt, timeout and rnr_retry: given, it is kept.
+	zero := QPSettings{RetryCnt: new(0), Timeout: new(0), RNRRetry: new(0)}.resolve()
+	if zero.RetryCnt != 0 || zero.Timeout != 0 || zero.RNRRetry != 0 || zero.HopLimit != 64 {
+		t.Errorf("explicit zeros resolved to %+v", zero)
+	}
+	if back := want.Settings().resolve(); back != want {
+		t.Errorf("Settings round trip = %+v, want %+v", back, want)
 	}
 }
 
 func TestSpecDefaults(t *testing.T) {
-	lat := TestSpec{Op: OpWrite}.WithDefaults()
+	complete := func(s TestSpec) Test {
+		t.Helper()
+		c, err := s.Complete()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	lat := complete(TestSpec{Op: OpWrite})
 	if lat.Size != 2 || lat.Iterations != 1000 || lat.Warmup != 100 || lat.QPs != 1 || lat.Threads != 1 ||
 		lat.CQModeration != 1 || lat.StallTimeout != Duration(5*time.Second) || lat.QP != DefaultQPAttrs() {
 		t.Errorf("latency defaults: %+v", lat)
 	}
-	bw := TestSpec{Op: OpWrite, Measure: MeasureBandwidth}.WithDefaults()
+	bw := complete(TestSpec{Op: OpWrite, Measure: MeasureBandwidth})
 	if bw.Size != 65536 || bw.Iterations != 5000 || bw.Warmup != 0 || bw.TxDepth != 128 || bw.CQModeration != 100 {
 		t.Errorf("bandwidth defaults: %+v", bw)
 	}
-	if a := (TestSpec{Op: OpFetchAdd}).WithDefaults(); a.Size != 8 {
+	if a := complete(TestSpec{Op: OpFetchAdd}); a.Size != 8 {
 		t.Errorf("atomic default size %d", a.Size)
 	}
-	if d := (TestSpec{Op: OpSend, Duration: Duration(time.Second)}).WithDefaults(); d.Iterations != 0 || d.Warmup != 0 {
+	if d := complete(TestSpec{Op: OpSend, Duration: Duration(time.Second)}); d.Iterations != 0 || d.Warmup != 0 {
 		t.Errorf("duration run got iterations %d, warmup %d", d.Iterations, d.Warmup)
 	}
 }
@@ -82,9 +102,9 @@ func TestSpecCheck(t *testing.T) {
 		{TestSpec{Op: OpSend, Measure: MeasureBandwidth, TxDepth: 10, CQModeration: 20}, "cq_moderation 20: want 1..tx_depth (10), or the send queue fills before a completion is asked for"},
 		{TestSpec{Op: OpSend, Size: 2 << 30}, "size 2147483648 bytes is outside 1 B..1 GiB"},
 		{TestSpec{Op: OpSend, Iterations: -1, Warmup: -2}, "iterations -1: want at least 1, or a duration; warmup -2 must not be negative"},
-		{TestSpec{Op: OpSend, QP: QPAttrs{MTU: 1500}}, "qp: MTU 1500 is not one of 256, 512, 1024, 2048, 4096"},
+		{TestSpec{Op: OpSend, QP: QPSettings{MTU: new(1500)}}, "qp: MTU 1500 is not one of 256, 512, 1024, 2048, 4096"},
 	} {
-		err := tc.spec.WithDefaults().Check()
+		_, err := tc.spec.Complete()
 		if (err == nil) != (tc.want == "") || (err != nil && err.Error() != tc.want) {
 			t.Errorf("%+v:\n got %v\nwant %q", tc.spec, err, tc.want)
 		}
@@ -92,20 +112,36 @@ func TestSpecCheck(t *testing.T) {
 }
 
 func TestSpecJSON(t *testing.T) {
-	in := TestSpec{Op: OpCmpSwap, Measure: MeasureBandwidth, Mode: ModeEvent, QPType: UC, Duration: Duration(1500 * time.Millisecond)}.WithDefaults()
+	in, err := TestSpec{Op: OpCmpSwap, Measure: MeasureBandwidth, Mode: ModeEvent, Duration: Duration(1500 * time.Millisecond), QP: QPSettings{RetryCnt: new(0)}}.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), `"op":"cmp_swap","measure":"bandwidth","mode":"event","qp_type":"uc"`) || !strings.Contains(string(b), `"duration":"1.5s"`) {
+	if !strings.Contains(string(b), `"op":"cmp_swap","measure":"bandwidth","mode":"event","qp_type":"rc"`) || !strings.Contains(string(b), `"duration":"1.5s"`) {
 		t.Errorf("JSON %s", b)
 	}
-	var out TestSpec
+	if !strings.Contains(string(b), `"retry_cnt":0,`) || strings.Count(string(b), `"qp_attrs"`) != 1 {
+		t.Errorf("JSON %s: want one qp_attrs with retry_cnt 0", b)
+	}
+	var out Test
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != in.String() {
+	if out.String() != in.String() || out.Ready() != nil || out.QP.RetryCnt != 0 {
 		t.Errorf("round trip:\n%s\n%s", out, in)
+	}
+	var settings TestSpec
+	if err := json.Unmarshal(b, &settings); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := settings.Complete(); err != nil || again.String() != in.String() {
+		t.Errorf("completing a complete test again changed it: %v\n%s\n%s", err, again, in)
+	}
+	if err := (Test{}).Ready(); err != ErrIncomplete {
+		t.Errorf("a literal Test: Ready = %v, want ErrIncomplete", err)
 	}
 	if err := json.Unmarshal([]byte(`{"op":"teleport"}`), &out); err == nil || !strings.Contains(err.Error(), `unknown op "teleport"; want one of send, send_imm, write, write_imm, read, fetch_add, cmp_swap`) {
 		t.Errorf("bad op: %v", err)

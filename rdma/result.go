@@ -9,7 +9,7 @@ import (
 
 // Result is one test run, with the settings it really ran with.
 type Result struct {
-	Spec      TestSpec        `json:"spec"`
+	Spec      Test            `json:"spec"`
 	Requester EndpointInfo    `json:"requester"`
 	Responder EndpointInfo    `json:"responder"`
 	Latency   *LatencyStats   `json:"latency,omitempty"`

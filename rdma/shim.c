@@ -116,6 +116,30 @@ int rr_qp_to_err(struct ibv_qp *qp)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
+int rr_qp_query(struct ibv_qp *qp, struct rr_conn *c)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr init;
+	memset(&a, 0, sizeof(a));
+	memset(&init, 0, sizeof(init));
+	int rc = ibv_query_qp(qp, &a,
+			      IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER |
+				      IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_AV,
+			      &init);
+	if (rc)
+		return rc;
+	c->mtu = a.path_mtu;
+	c->timeout = a.timeout;
+	c->retry_cnt = a.retry_cnt;
+	c->rnr_retry = a.rnr_retry;
+	c->min_rnr_timer = a.min_rnr_timer;
+	c->max_rd_atomic = a.max_rd_atomic;
+	c->sl = a.ah_attr.sl;
+	c->traffic_class = a.ah_attr.grh.traffic_class;
+	c->hop_limit = a.ah_attr.grh.hop_limit;
+	return 0;
+}
+
 int rr_post_recvs(struct ibv_qp *qp, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n)
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = lkey};

@@ -165,6 +165,9 @@ int rr_qp_to_init(struct ibv_qp *qp, uint8_t port, int access);
 int rr_qp_to_rtr(struct ibv_qp *qp, const struct rr_conn *c);
 int rr_qp_to_rts(struct ibv_qp *qp, const struct rr_conn *c);
 int rr_qp_to_err(struct ibv_qp *qp);
+// Reads back the attributes the driver holds for a connected QP (path
+// MTU, timers, retries, address vector) into c; returns 0 or an errno.
+int rr_qp_query(struct ibv_qp *qp, struct rr_conn *c);
 int rr_post_recvs(struct ibv_qp *qp, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n);
 
 // Fills the WR templates and posts the initial receives: everything that

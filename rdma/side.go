@@ -3,7 +3,6 @@ package rdma
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,7 +25,7 @@ const (
 // Roles says what each side does in spec: the requester always sends; the
 // responder answers ping-pongs, keeps receives posted, or, in a
 // bidirectional run, sends too.
-func Roles(spec TestSpec) (requester, responder Role) {
+func Roles(spec Test) (requester, responder Role) {
 	requester = RoleSend
 	switch {
 	case spec.Measure == MeasureLatency && spec.Op.PingPong():
@@ -93,7 +92,7 @@ type SideSummary struct {
 }
 
 // Assemble puts the two sides' shares together into the result.
-func Assemble(spec TestSpec, reqInfo, respInfo EndpointInfo, req, resp *SideResult) *Result {
+func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) *Result {
 	res := &Result{Spec: spec, Requester: reqInfo, Responder: respInfo, Events: req.Events + resp.Events}
 	if spec.Measure == MeasureLatency {
 		h := NewHistogram()
@@ -189,7 +188,7 @@ type areas interface {
 // zeroed (the loops watch their last byte), and with validation the send
 // areas, or for reads the receive area the peer reads from, filled with
 // the pattern.
-func fillBuffers(spec TestSpec, e areas, side int) {
+func fillBuffers(spec Test, e areas, side int) {
 	for i := range spec.QPs {
 		s, r := e.SendArea(i)[:spec.Size], e.RecvArea(i)[:spec.Size]
 		clear(r)
@@ -209,7 +208,7 @@ func fillBuffers(spec TestSpec, e areas, side int) {
 // checkBuffers compares what arrived at one side with what the other
 // side sent. The last byte of a ping-pong message that carries no
 // immediate holds its sequence number and is left out.
-func checkBuffers(spec TestSpec, e areas, side int, role Role) error {
+func checkBuffers(spec Test, e areas, side int, role Role) error {
 	n := spec.Size
 	if spec.Measure == MeasureLatency && (spec.Op == OpWrite || spec.Op == OpSend || spec.Op == OpSendImm) {
 		n--
@@ -288,20 +287,6 @@ func Link(ctx context.Context, a, b *SideRun) {
 			bEnd, bOwn = nil, nil
 		}
 	}
-}
-
-// Normalize fills the spec's defaults, checks it, and draws a pattern seed.
-func Normalize(spec TestSpec) (TestSpec, error) {
-	spec = spec.WithDefaults()
-	if err := spec.Check(); err != nil {
-		return spec, err
-	}
-	if spec.Seed == 0 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		spec.Seed = binary.LittleEndian.Uint64(b[:]) | 1
-	}
-	return spec, nil
 }
 
 // ErrStopped is the error of a side that ended because it was asked to,

@@ -1,6 +1,8 @@
 package rdma
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,8 +152,10 @@ func (m *Mode) UnmarshalText(b []byte) (err error) { *m, err = ParseMode(string(
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (t *QPType) UnmarshalText(b []byte) (err error) { *t, err = ParseQPType(string(b)); return }
 
-// TestSpec is one test, complete: the client sends it whole to a remote
-// responder, which needs no settings of its own.
+// TestSpec is one test as a user, a scenario or a peer gives it: a zero
+// field, or a nil QP attribute, means "the default". Complete turns it
+// into a Test, the only form the engine, the responder and the exporter
+// run.
 type TestSpec struct {
 	Op      Op      `json:"op"`
 	Measure Measure `json:"measure"`
@@ -169,15 +173,92 @@ type TestSpec struct {
 	TxDepth    int      `json:"tx_depth"`       // outstanding send WRs per QP
 	RxDepth    int      `json:"rx_depth"`       // receives kept posted per QP
 	// CQModeration signals every Nth send WR (bandwidth).
-	CQModeration  int      `json:"cq_moderation"`
-	PostList      int      `json:"post_list"` // WRs per ibv_post_send call (bandwidth)
-	Inline        int      `json:"inline"`    // largest message sent inline; 0: none
-	Bidirectional bool     `json:"bidirectional,omitempty"`
-	Hugepages     bool     `json:"hugepages,omitempty"` // buffers on 2 MiB huge pages
-	Validate      bool     `json:"validate,omitempty"`  // write a pattern and check it arrived
-	Seed          uint64   `json:"seed,omitempty"`      // of the validation pattern; both ends derive it
-	StallTimeout  Duration `json:"stall_timeout"`
-	QP            QPAttrs  `json:"qp_attrs"`
+	CQModeration  int        `json:"cq_moderation"`
+	PostList      int        `json:"post_list"` // WRs per ibv_post_send call (bandwidth)
+	Inline        int        `json:"inline"`    // largest message sent inline; 0: none
+	Bidirectional bool       `json:"bidirectional,omitempty"`
+	Hugepages     bool       `json:"hugepages,omitempty"` // buffers on 2 MiB huge pages
+	Validate      bool       `json:"validate,omitempty"`  // write a pattern and check it arrived
+	Seed          uint64     `json:"seed,omitempty"`      // of the validation pattern; both ends derive it
+	StallTimeout  Duration   `json:"stall_timeout"`
+	QP            QPSettings `json:"qp_attrs"`
+}
+
+// Test is a TestSpec with every default filled in and every check passed.
+// Only Complete makes one (decoding one from JSON completes it too), so no
+// layer guesses which defaults another has applied, and a responder never
+// runs what it has not checked.
+//
+// Its QP holds the attributes themselves, each with a value; it shadows
+// the embedded spec's QP settings, which Complete leaves resolved too.
+type Test struct {
+	TestSpec
+	QP QPAttrs `json:"qp_attrs"`
+	// complete tells a Test from Complete apart from a literal.
+	complete bool
+}
+
+// Complete fills every default a perftest user would expect, checks that
+// the combination can run, and draws the validation pattern's seed, so
+// that results record what really ran. It is the one place defaults are
+// applied. On error the Test still holds the filled-in settings, for the
+// message, but Ready refuses it.
+func (s TestSpec) Complete() (Test, error) {
+	s = s.withDefaults()
+	t := Test{TestSpec: s, QP: s.QP.resolve()}
+	t.TestSpec.QP = t.QP.Settings()
+	if err := t.check(); err != nil {
+		return t, err
+	}
+	t.complete = true
+	if t.Validate && t.Seed == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		t.Seed = binary.LittleEndian.Uint64(b[:]) | 1
+		t.TestSpec.Seed = t.Seed
+	}
+	return t, nil
+}
+
+// ErrIncomplete is returned by the engine for a Test that Complete did not
+// make.
+var ErrIncomplete = errors.New("rdma: the test was not made by TestSpec.Complete")
+
+// Ready reports whether Complete made t.
+func (t Test) Ready() error {
+	if !t.complete {
+		return ErrIncomplete
+	}
+	return nil
+}
+
+// Settings is t as a TestSpec with every setting given, for the control
+// channel: the responder completes it again, which changes nothing.
+func (t Test) Settings() TestSpec {
+	s := t.TestSpec
+	s.QP = t.QP.Settings()
+	return s
+}
+
+// UnmarshalJSON completes the decoded spec, so a Test read back (a result,
+// a report) holds the same guarantee as one made here.
+func (t *Test) UnmarshalJSON(b []byte) error {
+	var s TestSpec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	done, err := s.Complete()
+	if err != nil {
+		return err
+	}
+	*t = done
+	return nil
+}
+
+// String is the test in one line, for logs and error messages.
+func (t Test) String() string {
+	b, _ := json.Marshal(t)
+	return string(b)
 }
 
 // Duration is a time.Duration that reads and writes as "5s" in JSON.
@@ -196,9 +277,8 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// WithDefaults fills every zero setting with the default a perftest user
-// would expect, so the result records what really ran.
-func (s TestSpec) WithDefaults() TestSpec {
+// withDefaults fills every zero setting; only Complete calls it.
+func (s TestSpec) withDefaults() TestSpec {
 	if s.Op.Atomic() && s.Size == 0 {
 		s.Size = 8
 	}
@@ -247,13 +327,11 @@ func (s TestSpec) WithDefaults() TestSpec {
 	if s.StallTimeout == 0 {
 		s.StallTimeout = Duration(5 * time.Second)
 	}
-	s.QP = s.QP.merged()
 	return s
 }
 
-// Check reports the first setting that cannot work, saying why. It
-// expects WithDefaults to have run.
-func (s TestSpec) Check() error {
+// check reports every setting that cannot work, saying why.
+func (s Test) check() error {
 	if err := s.checkCombination(); err != nil {
 		return err
 	}
@@ -309,7 +387,7 @@ func (s TestSpec) Check() error {
 	return nil
 }
 
-func (s TestSpec) checkCombination() error {
+func (s Test) checkCombination() error {
 	switch {
 	case s.QPType == UD:
 		return errors.New("qp_type ud is not supported yet; use rc or uc")

@@ -67,8 +67,20 @@ func TestTestbedDevices(t *testing.T) {
 	}
 }
 
-func newPair(t *testing.T, a, b string, spec rdma.TestSpec) *rdma.Pair {
+// complete makes the engine's form of spec, failing the test when the
+// spec cannot run.
+func complete(t *testing.T, spec rdma.TestSpec) rdma.Test {
 	t.Helper()
+	c, err := spec.Complete()
+	if err != nil {
+		t.Fatalf("%s: %v", spec, err)
+	}
+	return c
+}
+
+func newPair(t *testing.T, a, b string, s rdma.TestSpec) *rdma.Pair {
+	t.Helper()
+	spec := complete(t, s)
 	ca, cb := rdma.PairConfig(spec,
 		rdma.EndpointConfig{Device: a, GIDIndex: rdma.AutoGIDIndex},
 		rdma.EndpointConfig{Device: b, GIDIndex: rdma.AutoGIDIndex})
@@ -87,7 +99,7 @@ func newPair(t *testing.T, a, b string, spec rdma.TestSpec) *rdma.Pair {
 func run(t *testing.T, a, b string, spec rdma.TestSpec) *rdma.Result {
 	t.Helper()
 	p := newPair(t, a, b, spec)
-	r, err := p.Run(context.Background(), spec)
+	r, err := p.Run(context.Background(), complete(t, spec))
 	if err != nil {
 		t.Fatalf("%s: %v", spec, err)
 	}
@@ -111,7 +123,7 @@ func TestMatrix(t *testing.T) {
 				}
 				t.Run(op.String()+"/"+m.String()+"/"+mode.String(), func(t *testing.T) {
 					if op == rdma.OpWrite && m == rdma.MeasureLatency && mode == rdma.ModeEvent {
-						if err := spec.WithDefaults().Check(); err == nil || !strings.Contains(err.Error(), "use op write_imm") {
+						if _, err := spec.Complete(); err == nil || !strings.Contains(err.Error(), "use op write_imm") {
 							t.Fatalf("Check = %v, want a refusal naming write_imm", err)
 						}
 						return
@@ -221,7 +233,7 @@ func TestHugepages(t *testing.T) {
 	if err := os.WriteFile("/proc/sys/vm/nr_hugepages", []byte("0"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}))
+	_, err := rdma.NewEndpoint(rdma.SpecConfig(complete(t, spec), rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}))
 	if err == nil || !strings.Contains(err.Error(), "/proc/sys/vm/nr_hugepages") {
 		t.Fatalf("without reserved huge pages: got %v", err)
 	}
@@ -247,7 +259,7 @@ func TestReusedPair(t *testing.T) {
 		{Op: rdma.OpWriteImm, Size: 2}, {Op: rdma.OpSend, Size: 4096}, {Op: rdma.OpSend, Size: 8192},
 	} {
 		spec.Iterations, spec.Validate = 50, true
-		r, err := p.Run(context.Background(), spec)
+		r, err := p.Run(context.Background(), complete(t, spec))
 		if err != nil {
 			t.Fatalf("run %d (%s %d B): %v", i, spec.Op, spec.Size, err)
 		}
@@ -257,7 +269,7 @@ func TestReusedPair(t *testing.T) {
 
 func TestEffectiveAttrs(t *testing.T) {
 	testbedDevices(t)
-	r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: rdma.OpWrite, Size: 64, Iterations: 10, QP: rdma.QPAttrs{MTU: 512, RetryCnt: 3, Timeout: 12}})
+	r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: rdma.OpWrite, Size: 64, Iterations: 10, QP: rdma.QPSettings{MTU: new(512), RetryCnt: new(3), Timeout: new(12)}})
 	want := rdma.DefaultQPAttrs()
 	want.MTU, want.RetryCnt, want.Timeout = 512, 3, 12
 	if r.Spec.QP != want {
@@ -277,7 +289,7 @@ func runAgainstGonePeer(t *testing.T, spec rdma.TestSpec) (*rdma.Pair, time.Dura
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err := p.Run(context.Background(), spec)
+	_, err := p.Run(context.Background(), complete(t, spec))
 	return p, time.Since(start), err
 }
 
@@ -291,7 +303,7 @@ func TestPeerGoneCompletionError(t *testing.T) {
 	} {
 		spec.Iterations = 10
 		spec.StallTimeout = rdma.Duration(10 * time.Second)
-		spec.QP = rdma.QPAttrs{RetryCnt: 1, Timeout: 8}
+		spec.QP = rdma.QPSettings{RetryCnt: new(1), Timeout: new(8)}
 		t.Run(spec.Op.String()+"/"+spec.Measure.String()+"/"+spec.Mode.String(), func(t *testing.T) {
 			p, took, err := runAgainstGonePeer(t, spec)
 			var ce *rdma.CompletionError
@@ -326,8 +338,9 @@ func runRequesterAlone(t *testing.T, spec rdma.TestSpec) (time.Duration, error) 
 	if err := p.Responder.Fail(); err != nil {
 		t.Fatal(err)
 	}
-	role, _ := rdma.Roles(spec)
-	side, err := p.Requester.Prepare(spec.WithDefaults(), 0, role, p.Responder.Info())
+	test := complete(t, spec)
+	role, _ := rdma.Roles(test)
+	side, err := p.Requester.Prepare(test, 0, role, p.Responder.Info())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +369,7 @@ func TestPeerGoneStall(t *testing.T) {
 	} {
 		spec.Iterations = 10
 		spec.StallTimeout = rdma.Duration(time.Second)
-		spec.QP = rdma.QPAttrs{RetryCnt: 7, Timeout: 8}
+		spec.QP = rdma.QPSettings{RetryCnt: new(7), Timeout: new(8)}
 		t.Run(spec.Op.String()+"/"+spec.Measure.String()+"/"+spec.Mode.String(), func(t *testing.T) {
 			took, err := runRequesterAlone(t, spec)
 			var se *rdma.StallError
@@ -381,7 +394,7 @@ func TestCancel(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			_, err := p.Run(ctx, spec)
+			_, err := p.Run(ctx, complete(t, spec))
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want the context's error", err)
 			}
@@ -424,19 +437,20 @@ func TestCloseFreesEverything(t *testing.T) {
 	testbedDevices(t)
 	before := rdmaResources(t)
 	for i := range 10 {
-		spec := rdma.TestSpec{Op: allOps[i%len(allOps)], Iterations: 5, QPs: 1 + i%3, Mode: rdma.Mode(i % 2), StallTimeout: rdma.Duration(2 * time.Second), QP: rdma.QPAttrs{RetryCnt: 1, Timeout: 8}}
+		spec := rdma.TestSpec{Op: allOps[i%len(allOps)], Iterations: 5, QPs: 1 + i%3, Mode: rdma.Mode(i % 2), StallTimeout: rdma.Duration(2 * time.Second), QP: rdma.QPSettings{RetryCnt: new(1), Timeout: new(8)}}
 		if spec.Op == rdma.OpWrite {
 			spec.Mode = rdma.ModeBusyPoll
 		}
-		ca, cb := rdma.PairConfig(spec, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}, rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex})
-		p, err := rdma.NewLoopbackPair(ca, cb, spec.QP)
+		test := complete(t, spec)
+		ca, cb := rdma.PairConfig(test, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}, rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex})
+		p, err := rdma.NewLoopbackPair(ca, cb, test.QP)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 1 {
 			_ = p.Responder.Fail()
 		}
-		_, _ = p.Run(context.Background(), spec)
+		_, _ = p.Run(context.Background(), test)
 		if err := p.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
@@ -463,7 +477,7 @@ func TestCloseFreesEverything(t *testing.T) {
 
 func TestUnknownDevice(t *testing.T) {
 	testbedDevices(t)
-	_, err := rdma.NewEndpoint(rdma.EndpointConfig{Device: "mlx9_9", GIDIndex: rdma.AutoGIDIndex, MaxMessage: 64})
+	_, err := rdma.NewEndpoint(rdma.EndpointConfig{Device: "mlx9_9", GIDIndex: rdma.AutoGIDIndex, MaxMessage: 64, QPs: 1, SQDepth: 16, RQDepth: 16})
 	if err == nil || !strings.Contains(err.Error(), `no device named "mlx9_9"`) {
 		t.Fatalf("got %v", err)
 	}
@@ -478,8 +492,9 @@ func TestSideNeverStarted(t *testing.T) {
 	for _, mode := range []rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent} {
 		spec := rdma.TestSpec{Op: rdma.OpWriteImm, Iterations: 10, Mode: mode}
 		p := newPair(t, "rxe1", "rxe0", spec)
-		role, _ := rdma.Roles(spec)
-		side, err := p.Requester.Prepare(spec.WithDefaults(), 0, role, p.Responder.Info())
+		test := complete(t, spec)
+		role, _ := rdma.Roles(test)
+		side, err := p.Requester.Prepare(test, 0, role, p.Responder.Info())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -362,7 +362,7 @@ func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
 	if err := attrs.Validate(); err != nil {
 		return err
 	}
-	a := attrs.merged()
+	a := attrs
 	if len(remote.QPNs) != len(e.qps) || len(remote.PSNs) != len(e.qps) {
 		return fmt.Errorf("rdma: the peer %s has %d QPs, %s has %d", remote.Device, len(remote.QPNs), e.cfg.Device, len(e.qps))
 	}
@@ -515,8 +515,8 @@ func (p *Pair) Close() error {
 // Run runs spec between the pair's endpoints, each side in its own
 // threads as if the other were remote. ctx ends the run early (the result
 // then is an error).
-func (p *Pair) Run(ctx context.Context, spec TestSpec) (*Result, error) {
-	spec, err := Normalize(spec)
+func (p *Pair) Run(ctx context.Context, spec Test) (*Result, error) {
+	err := spec.Ready()
 	if err != nil {
 		return nil, err
 	}
@@ -552,7 +552,7 @@ func (p *Pair) Run(ctx context.Context, spec TestSpec) (*Result, error) {
 // taken around the run.
 type SideRun struct {
 	e      *Endpoint
-	spec   TestSpec
+	spec   Test
 	side   int // 0 requester, 1 responder
 	role   Role
 	c      *cRun
@@ -605,8 +605,8 @@ func (s *SideRun) OwnDoneC() <-chan struct{} { return s.ownDone }
 // Prepare lays out one side of spec on the endpoint, fills its buffers and
 // posts its receives: after Prepare the peer may start sending. side is 0
 // for the requester, 1 for the responder.
-func (e *Endpoint) Prepare(spec TestSpec, side int, role Role, peer EndpointInfo) (*SideRun, error) {
-	spec, err := Normalize(spec)
+func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*SideRun, error) {
+	err := spec.Ready()
 	if err != nil {
 		return nil, err
 	}
@@ -765,7 +765,7 @@ func (s *SideRun) Close() {
 var errNotStarted = errors.New("rdma: the test side was prepared but never started")
 
 // fits reports why the endpoint cannot run spec, or nil.
-func (e *Endpoint) fits(spec TestSpec) error {
+func (e *Endpoint) fits(spec Test) error {
 	switch {
 	case !e.ready:
 		return fmt.Errorf("rdma: %s is not connected", e.cfg.Device)

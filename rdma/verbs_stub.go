@@ -48,13 +48,13 @@ func NewLoopbackPair(EndpointConfig, EndpointConfig, QPAttrs) (*Pair, error) {
 func (*Pair) Close() error { return nil }
 
 // Run needs libibverbs; this build has none.
-func (*Pair) Run(context.Context, TestSpec) (*Result, error) { return nil, ErrNotSupported }
+func (*Pair) Run(context.Context, Test) (*Result, error) { return nil, ErrNotSupported }
 
 // SideRun needs libibverbs; this build has none.
 type SideRun struct{}
 
 // Prepare needs libibverbs; this build has none.
-func (*Endpoint) Prepare(TestSpec, int, Role, EndpointInfo) (*SideRun, error) {
+func (*Endpoint) Prepare(Test, int, Role, EndpointInfo) (*SideRun, error) {
 	return nil, ErrNotSupported
 }
 

@@ -385,8 +385,8 @@ func (l *loader) parseCases(sc *Scenario, k, v *yaml.Node, defaults *caseDef) {
 			l.errorf(k, "cases", "the scenario expands to more than %d runs; split it, or sweep fewer sizes, QP counts or modes", maxRuns)
 			return
 		}
-		runs := c.expand(len(sc.runs))
-		if !l.checkRuns(&c, &d, runs) {
+		runs, refused := c.expand(len(sc.runs))
+		if !l.checkRuns(&c, &d, refused) {
 			continue
 		}
 		sc.Cases = append(sc.Cases, c)
@@ -493,36 +493,32 @@ func (l *loader) checkApplies(t *Threshold, n *yaml.Node, c *Case) bool {
 	return true
 }
 
-// checkRuns has the engine check every run of a case, reporting each
-// distinct problem once, at the case's op.
-func (l *loader) checkRuns(c *Case, d *caseDef, runs []Run) bool {
+// checkRuns reports each distinct reason the engine refused a case's runs
+// once, at the case's op.
+func (l *loader) checkRuns(c *Case, d *caseDef, refused []refusedRun) bool {
 	at := d.opNode
 	if at == nil {
 		at = d.node
 	}
 	type problem struct {
-		first Run
+		first rdma.Test
 		count int
 	}
 	var order []string
 	problems := map[string]*problem{}
-	for _, r := range runs {
-		err := r.Spec.Check()
-		if err == nil {
-			continue
-		}
-		msg := err.Error()
+	for _, r := range refused {
+		msg := r.err.Error()
 		if p, ok := problems[msg]; ok {
 			p.count++
 			continue
 		}
-		problems[msg] = &problem{first: r, count: 1}
+		problems[msg] = &problem{first: r.spec, count: 1}
 		order = append(order, msg)
 	}
 	for _, msg := range order {
 		p := problems[msg]
-		if p.count < len(runs) {
-			s := p.first.Spec
+		if p.count < c.runCount() {
+			s := p.first
 			msg += fmt.Sprintf(" (at %s, size %s, qps %d, mode %s)", s.Measure, units.FormatBytes(uint64(s.Size)), s.QPs, s.Mode)
 		}
 		l.errorf(at, fmt.Sprintf("case %q", c.Name), "%s", msg)
@@ -656,16 +652,16 @@ var knobs = []knob{
 			l.errorf(n, key, "%q is not a path MTU; %s", s, allowed)
 			return nil, false
 		}
-		return func(t *rdma.TestSpec) { t.QP.MTU = v }, true
+		return func(t *rdma.TestSpec) { t.QP.MTU = &v }, true
 	})},
-	intKnob("timeout", 1, 31, "4.096 us * 2^timeout; "+engineDefault+", 14", func(t *rdma.TestSpec, v int) { t.QP.Timeout = v }),
-	intKnob("retry_cnt", 1, 7, engineDefault+", 6; soft-RoCE retries 7 forever", func(t *rdma.TestSpec, v int) { t.QP.RetryCnt = v }),
-	intKnob("rnr_retry", 1, 7, "7 retries forever; "+engineDefault+", 7", func(t *rdma.TestSpec, v int) { t.QP.RNRRetry = v }),
-	intKnob("min_rnr_timer", 1, 31, engineDefault+", 12 = 0.64 ms", func(t *rdma.TestSpec, v int) { t.QP.MinRNRTimer = v }),
-	intKnob("max_rd_atomic", 1, 255, "", func(t *rdma.TestSpec, v int) { t.QP.MaxRdAtomic = v }),
-	intKnob("sl", 0, 15, "", func(t *rdma.TestSpec, v int) { t.QP.SL = v }),
-	intKnob("traffic_class", 0, 255, "", func(t *rdma.TestSpec, v int) { t.QP.TrafficClass = v }),
-	intKnob("hop_limit", 1, 255, engineDefault+", 64", func(t *rdma.TestSpec, v int) { t.QP.HopLimit = v }),
+	intKnob("timeout", 0, 31, "4.096 us * 2^timeout, 0 waits forever; default 14", func(t *rdma.TestSpec, v int) { t.QP.Timeout = &v }),
+	intKnob("retry_cnt", 0, 7, "default 6; soft-RoCE retries 7 forever", func(t *rdma.TestSpec, v int) { t.QP.RetryCnt = &v }),
+	intKnob("rnr_retry", 0, 7, "7 retries forever; default 7", func(t *rdma.TestSpec, v int) { t.QP.RNRRetry = &v }),
+	intKnob("min_rnr_timer", 0, 31, "default 12 = 0.64 ms", func(t *rdma.TestSpec, v int) { t.QP.MinRNRTimer = &v }),
+	intKnob("max_rd_atomic", 1, 255, "", func(t *rdma.TestSpec, v int) { t.QP.MaxRdAtomic = &v }),
+	intKnob("sl", 0, 15, "", func(t *rdma.TestSpec, v int) { t.QP.SL = &v }),
+	intKnob("traffic_class", 0, 255, "", func(t *rdma.TestSpec, v int) { t.QP.TrafficClass = &v }),
+	intKnob("hop_limit", 1, 255, "default 64", func(t *rdma.TestSpec, v int) { t.QP.HopLimit = &v }),
 }
 
 // knob reads one engine setting, returning what it sets or nil.

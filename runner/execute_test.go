@@ -16,11 +16,11 @@ import (
 // fakeTarget answers runs from a script: a result per call, or an error.
 // The verbs core is tested on real devices; this tests the judging.
 type fakeTarget struct {
-	results []func(rdma.TestSpec) (*rdma.Result, error)
+	results []func(rdma.Test) (*rdma.Result, error)
 	calls   int
 }
 
-func (f *fakeTarget) Run(_ context.Context, spec rdma.TestSpec) (*rdma.Result, error) {
+func (f *fakeTarget) Run(_ context.Context, spec rdma.Test) (*rdma.Result, error) {
 	fn := f.results[f.calls%len(f.results)]
 	f.calls++
 	return fn(spec)
@@ -29,15 +29,15 @@ func (f *fakeTarget) LinkGbps() float64 { return 100 }
 func (f *fakeTarget) Describe() string  { return "fake" }
 func (f *fakeTarget) Close() error      { return nil }
 
-func latencyResult(p99us float64) func(rdma.TestSpec) (*rdma.Result, error) {
-	return func(spec rdma.TestSpec) (*rdma.Result, error) {
+func latencyResult(p99us float64) func(rdma.Test) (*rdma.Result, error) {
+	return func(spec rdma.Test) (*rdma.Result, error) {
 		s := rdma.Summary{Count: 10, Min: 1000, Max: p99us * 1000, Mean: 2000, P50: 1500, P90: 2000, P99: p99us * 1000, P999: p99us * 1000, P9999: p99us * 1000}
 		return &rdma.Result{Spec: spec, Latency: &rdma.LatencyStats{RTT: s}}, nil
 	}
 }
 
-func failWith(err error) func(rdma.TestSpec) (*rdma.Result, error) {
-	return func(rdma.TestSpec) (*rdma.Result, error) { return nil, err }
+func failWith(err error) func(rdma.Test) (*rdma.Result, error) {
+	return func(rdma.Test) (*rdma.Result, error) { return nil, err }
 }
 
 const gate = `
@@ -71,22 +71,22 @@ func TestExecute(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		abort    bool
-		results  []func(rdma.TestSpec) (*rdma.Result, error)
+		results  []func(rdma.Test) (*rdma.Result, error)
 		statuses []report.Status
 		exit     int
 		stopped  string
 	}{
-		{name: "all pass", results: []func(rdma.TestSpec) (*rdma.Result, error){latencyResult(5)},
+		{name: "all pass", results: []func(rdma.Test) (*rdma.Result, error){latencyResult(5)},
 			statuses: []report.Status{report.Passed, report.Passed, report.Passed}, exit: 0},
-		{name: "one fails", results: []func(rdma.TestSpec) (*rdma.Result, error){latencyResult(5), latencyResult(50), latencyResult(5)},
+		{name: "one fails", results: []func(rdma.Test) (*rdma.Result, error){latencyResult(5), latencyResult(50), latencyResult(5)},
 			statuses: []report.Status{report.Passed, report.Failed, report.Passed}, exit: 1},
-		{name: "abort on fail", abort: true, results: []func(rdma.TestSpec) (*rdma.Result, error){latencyResult(5), latencyResult(50)},
+		{name: "abort on fail", abort: true, results: []func(rdma.Test) (*rdma.Result, error){latencyResult(5), latencyResult(50)},
 			statuses: []report.Status{report.Passed, report.Failed, report.Skipped}, exit: 1, stopped: "case lat has abort_on_fail and run 1 failed"},
-		{name: "a run errors", results: []func(rdma.TestSpec) (*rdma.Result, error){latencyResult(5), failWith(&rdma.StallError{Device: "rxe0"}), latencyResult(50)},
+		{name: "a run errors", results: []func(rdma.Test) (*rdma.Result, error){latencyResult(5), failWith(&rdma.StallError{Device: "rxe0"}), latencyResult(50)},
 			statuses: []report.Status{report.Passed, report.Errored, report.Failed}, exit: 5},
-		{name: "peer unreachable", results: []func(rdma.TestSpec) (*rdma.Result, error){failWith(&peer.Error{Addr: "h:1", Stage: "connecting", Err: errors.New("refused")})},
+		{name: "peer unreachable", results: []func(rdma.Test) (*rdma.Result, error){failWith(&peer.Error{Addr: "h:1", Stage: "connecting", Err: errors.New("refused")})},
 			statuses: []report.Status{report.Errored, report.Skipped, report.Skipped}, exit: 4, stopped: "environment unusable: responder h:1, connecting: refused"},
-		{name: "memlock", results: []func(rdma.TestSpec) (*rdma.Result, error){failWith(fmt.Errorf("x: %w", &rdma.VerbsError{Op: "ibv_reg_mr", Errno: syscall.ENOMEM}))},
+		{name: "memlock", results: []func(rdma.Test) (*rdma.Result, error){failWith(fmt.Errorf("x: %w", &rdma.VerbsError{Op: "ibv_reg_mr", Errno: syscall.ENOMEM}))},
 			statuses: []report.Status{report.Errored, report.Skipped, report.Skipped}, exit: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestExecute(t *testing.T) {
 // TestExecuteVerdictValues: a failed threshold is reported with the
 // values it saw, in its own units.
 func TestExecuteVerdictValues(t *testing.T) {
-	rep, err := Execute(context.Background(), load(t, false), &fakeTarget{results: []func(rdma.TestSpec) (*rdma.Result, error){latencyResult(50)}}, Options{})
+	rep, err := Execute(context.Background(), load(t, false), &fakeTarget{results: []func(rdma.Test) (*rdma.Result, error){latencyResult(50)}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +128,8 @@ func TestExecuteVerdictValues(t *testing.T) {
 // the rest skipped and exits 5.
 func TestExecuteInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	target := &fakeTarget{results: []func(rdma.TestSpec) (*rdma.Result, error){
-		func(spec rdma.TestSpec) (*rdma.Result, error) { cancel(); return nil, context.Canceled },
+	target := &fakeTarget{results: []func(rdma.Test) (*rdma.Result, error){
+		func(spec rdma.Test) (*rdma.Result, error) { cancel(); return nil, context.Canceled },
 	}}
 	rep, err := Execute(ctx, load(t, false), target, Options{})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rdmarun/rdmarun/internal/golden"
+	"github.com/rdmarun/rdmarun/rdma"
 )
 
 // overrides are the --set values the tests pass with some files.
@@ -159,6 +160,23 @@ func TestInvalidFilesCovered(t *testing.T) {
 }
 
 // Small documents, each checking one rule of the format.
+// TestQPZeros: 0 is a legal retry_cnt, timeout and rnr_retry, and a
+// scenario that says 0 gets 0, not the engine's default.
+func TestQPZeros(t *testing.T) {
+	doc := "cases:\n  - name: c\n    op: write\n    measure: latency\n    retry_cnt: 0\n    timeout: 0\n    rnr_retry: 0\n"
+	sc, err := Parse("f.yaml", []byte(doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := sc.Runs()[0].Spec.QP
+	if q.RetryCnt != 0 || q.Timeout != 0 || q.RNRRetry != 0 {
+		t.Errorf("qp attrs %+v, want retry_cnt, timeout and rnr_retry 0", q)
+	}
+	if d := rdma.DefaultQPAttrs(); q.HopLimit != d.HopLimit || q.MinRNRTimer != d.MinRNRTimer {
+		t.Errorf("qp attrs %+v: the settings not given should keep the defaults %+v", q, d)
+	}
+}
+
 func TestParseRules(t *testing.T) {
 	const head = "cases:\n  - name: c\n    op: write\n    measure: bandwidth\n"
 	for _, tc := range []struct {
@@ -192,7 +210,7 @@ func TestParseRules(t *testing.T) {
 		{name: "size listed twice", doc: head + "    sizes: [64, 64B]\n", err: `f.yaml:5:17: sizes: 64B is listed twice; list each size once`},
 		{name: "range missing to", doc: head + "    sizes: {from: 1}\n", err: `f.yaml:5:12: sizes: range without to; write {from: 4KiB, to: 8MiB, factor: 2}`},
 		{name: "range key typo", doc: head + "    sizes: {from: 1, too: 2}\n", err: "f.yaml:5:12: sizes: range without to; write {from: 4KiB, to: 8MiB, factor: 2}\nf.yaml:5:22: unknown key \"too\"; did you mean \"to\"?"},
-		{name: "retry_cnt zero", doc: head + "    retry_cnt: 0\n", err: "f.yaml:5:16: retry_cnt: 0 is out of range; write a whole number from 1 to 7 (0 would mean the engine's default, 6; soft-RoCE retries 7 forever)"},
+		{name: "retry_cnt above 7", doc: head + "    retry_cnt: 8\n", err: "f.yaml:5:16: retry_cnt: 8 is out of range; write a whole number from 0 to 7 (default 6; soft-RoCE retries 7 forever)"},
 		{name: "bad mtu", doc: head + "    mtu: 1500\n", err: `f.yaml:5:10: mtu: "1500" is not a path MTU; write 256, 512, 1024, 2048 or 4096 (omit it for the port's active MTU)`},
 		{name: "ud", doc: head + "    qp_type: ud\n", err: `f.yaml:5:14: qp_type: "ud" is not supported yet; write rc or uc`},
 		{name: "qp_type typo", doc: head + "    qp_type: rcc\n", err: `f.yaml:5:14: qp_type: "rcc" is not a QP type; write rc or uc; did you mean "rc"?`},
@@ -295,7 +313,7 @@ func FuzzParse(f *testing.F) {
 		}
 		// What loads expands to runs the engine accepts.
 		for _, r := range sc.Runs() {
-			if err := r.Spec.Check(); err != nil {
+			if _, err := r.Spec.Settings().Complete(); err != nil || r.Spec.Ready() != nil {
 				t.Fatalf("run %d loaded but the engine refuses it: %v", r.Index, err)
 			}
 		}

@@ -65,7 +65,7 @@ type Run struct {
 	Index int    `json:"index"` // position in the scenario's expansion, from 0
 	// Spec is complete, the engine's defaults filled in, so reports show
 	// what ran.
-	Spec rdma.TestSpec `json:"spec"`
+	Spec rdma.Test `json:"spec"`
 	// Pass holds the case's conditions this run can judge: a latency run
 	// gets those reading latency or neither kind of name, a bandwidth run
 	// those reading bandwidth or neither.
@@ -89,9 +89,15 @@ func (s *Scenario) MaxSize() int {
 	return m
 }
 
-// expand lists a case's runs, numbered from first.
-func (c *Case) expand(first int) []Run {
-	var runs []Run
+// refusedRun is a run of a case that the engine refused, and why.
+type refusedRun struct {
+	spec rdma.Test // defaults filled in, for the message
+	err  error
+}
+
+// expand lists a case's runs, numbered from first, each completed by the
+// engine, and the runs it refused.
+func (c *Case) expand(first int) (runs []Run, refused []refusedRun) {
 	for _, m := range c.Measures {
 		var pass []*Threshold
 		for _, t := range c.Pass {
@@ -105,10 +111,15 @@ func (c *Case) expand(first int) []Run {
 					spec := c.Spec
 					spec.CPUs = slices.Clone(spec.CPUs)
 					spec.Op, spec.Measure, spec.Size, spec.QPs, spec.Mode = c.Op, m, size, qps, mode
+					test, err := spec.Complete()
+					if err != nil {
+						refused = append(refused, refusedRun{test, err})
+						continue
+					}
 					runs = append(runs, Run{
 						Case:        c.Name,
 						Index:       first + len(runs),
-						Spec:        spec.WithDefaults(),
+						Spec:        test,
 						Pass:        pass,
 						AbortOnFail: c.AbortOnFail,
 					})
@@ -116,7 +127,7 @@ func (c *Case) expand(first int) []Run {
 			}
 		}
 	}
-	return runs
+	return runs, refused
 }
 
 // runCount is how many runs a case expands to, computed without

@@ -12,7 +12,7 @@ import (
 // Target is where a scenario's runs execute: two endpoints in this
 // process, or this host against `rdmarun serve`.
 type Target interface {
-	Run(ctx context.Context, spec rdma.TestSpec) (*rdma.Result, error)
+	Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error)
 	// LinkGbps is the local port's rate, for thresholds such as
 	// bw_gbps >= 0.9 * link_gbps.
 	LinkGbps() float64
@@ -39,9 +39,9 @@ type Loopback struct {
 }
 
 // Run implements Target.
-func (l *Loopback) Run(ctx context.Context, spec rdma.TestSpec) (*rdma.Result, error) {
+func (l *Loopback) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error) {
 	sized := spec
-	sized.Size = max(spec.WithDefaults().Size, l.MaxMessage)
+	sized.Size = max(spec.Size, l.MaxMessage)
 	a, b := rdma.PairConfig(sized,
 		rdma.EndpointConfig{Device: l.Local.Device, Port: l.Local.Port, GIDIndex: l.Local.GIDIndex},
 		rdma.EndpointConfig{Device: l.Peer.Device, Port: l.Peer.Port, GIDIndex: l.Peer.GIDIndex})
@@ -88,7 +88,7 @@ type Remote struct {
 }
 
 // Run implements Target.
-func (r *Remote) Run(ctx context.Context, spec rdma.TestSpec) (*rdma.Result, error) {
+func (r *Remote) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error) {
 	return peer.Run(ctx, peer.ClientConfig{
 		Addr: r.Addr, Token: r.Token, TLS: r.TLS,
 		Device: r.Local.Device, Port: r.Local.Port, GIDIndex: r.Local.GIDIndex,

@@ -200,7 +200,7 @@ func TestNewEnv(t *testing.T) {
 		return rdma.SideSummary{Counters: portstats.Deltas{HWCounters: hw, Counters: c}}
 	}
 	res := &rdma.Result{
-		Spec: rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Mode: rdma.ModeEvent, Size: 64, QPs: 2},
+		Spec: rdma.Test{TestSpec: rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Mode: rdma.ModeEvent, Size: 64, QPs: 2}},
 		Latency: &rdma.LatencyStats{
 			RTT:    rdma.Summary{Min: 1000, Max: 9000, Mean: 2500, Stddev: 300, P50: 2000, P90: 3000, P99: 5000, P999: 7000, P9999: 8000},
 			OneWay: &rdma.Summary{P50: 1000, P99: 2500},

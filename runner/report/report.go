@@ -43,14 +43,14 @@ type Report struct {
 
 // Run is one expanded run: one case at one size, QP count and mode.
 type Run struct {
-	Case     string        `json:"case"`
-	Index    int           `json:"index"` // position in the scenario's expansion
-	Status   Status        `json:"status"`
-	Error    string        `json:"error,omitempty"`
-	Spec     rdma.TestSpec `json:"spec"`
-	Result   *rdma.Result  `json:"result,omitempty"`
-	Verdicts []Verdict     `json:"verdicts,omitempty"`
-	Seconds  float64       `json:"seconds"` // wall time of the run, setup included
+	Case     string       `json:"case"`
+	Index    int          `json:"index"` // position in the scenario's expansion
+	Status   Status       `json:"status"`
+	Error    string       `json:"error,omitempty"`
+	Spec     rdma.Test    `json:"spec"`
+	Result   *rdma.Result `json:"result,omitempty"`
+	Verdicts []Verdict    `json:"verdicts,omitempty"`
+	Seconds  float64      `json:"seconds"` // wall time of the run, setup included
 }
 
 // Verdict is one threshold judged on one run.

@@ -15,12 +15,19 @@ import (
 // fixture is a hand-made report covering every status and both measures.
 // Its numbers are invented for the layout tests; nothing here was measured.
 func fixture() *Report {
+	complete := func(s rdma.TestSpec) rdma.Test {
+		c, err := s.Complete()
+		if err != nil {
+			panic(err)
+		}
+		return c
+	}
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	lat := func(size int, p50, p99 float64) *rdma.Result {
 		s := rdma.Summary{Count: 1000, Min: p50 * 0.8, Max: p99 * 2, Mean: p50 * 1.1, Stddev: p50 / 10, P50: p50, P90: p50 * 1.2, P99: p99, P999: p99 * 1.5, P9999: p99 * 1.9}
 		half := s.Half()
 		return &rdma.Result{
-			Spec:      rdma.TestSpec{Op: rdma.OpWrite, Size: size, QP: rdma.QPAttrs{MTU: 1024}}.WithDefaults(),
+			Spec:      complete(rdma.TestSpec{Op: rdma.OpWrite, Size: size, QP: rdma.QPSettings{MTU: new(1024)}}),
 			Requester: rdma.EndpointInfo{Device: "rxe1"}, Responder: rdma.EndpointInfo{Device: "rxe0"},
 			Latency: &rdma.LatencyStats{RTT: s, OneWay: &half},
 		}
@@ -28,13 +35,13 @@ func fixture() *Report {
 	bw := func(size int, bps float64) *rdma.Result {
 		d := rdma.Direction{From: "rxe1", To: "rxe0", Messages: 100, Bytes: uint64(100 * size), Seconds: 1, BytesPerSecond: bps, MessagesPerSec: bps / float64(size)}
 		return &rdma.Result{
-			Spec:      rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: size, QP: rdma.QPAttrs{MTU: 1024}}.WithDefaults(),
+			Spec:      complete(rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: size, QP: rdma.QPSettings{MTU: new(1024)}}),
 			Requester: rdma.EndpointInfo{Device: "rxe1"}, Responder: rdma.EndpointInfo{Device: "rxe0"},
 			Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{d}, PerQP: [][]rdma.Direction{{d}}},
 		}
 	}
-	spec := func(m rdma.Measure, size, qps int, mode rdma.Mode) rdma.TestSpec {
-		return rdma.TestSpec{Op: rdma.OpWrite, Measure: m, Size: size, QPs: qps, Mode: mode, Iterations: 1000}.WithDefaults()
+	spec := func(m rdma.Measure, size, qps int, mode rdma.Mode) rdma.Test {
+		return complete(rdma.TestSpec{Op: rdma.OpWrite, Measure: m, Size: size, QPs: qps, Mode: mode, Iterations: 1000})
 	}
 	r := &Report{
 		Schema: Schema, Tool: "rdmarun test", Scenario: "fixture", File: "scenarios/fixture.yaml", Peer: "loopback",
