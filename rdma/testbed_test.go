@@ -460,7 +460,7 @@ func TestCloseFreesEverything(t *testing.T) {
 	}
 	// A constructor that fails half-way (rxe's queues are smaller than
 	// this) must free what it made too.
-	_, err := rdma.NewEndpoint(rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex, MaxMessage: 64, QPs: 2, Channels: 1, SQDepth: 1 << 15})
+	_, err := rdma.NewEndpoint(rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex, MaxMessage: 64, QPs: 2, Channels: 1, SQDepth: 1 << 15, RQDepth: 512})
 	var ve *rdma.VerbsError
 	if !errors.As(err, &ve) {
 		t.Fatalf("oversized queues: got %v, want a rdma.VerbsError", err)

@@ -420,12 +420,35 @@ func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
 			return rcErr("ibv_modify_qp(RTS)", e.cfg.Device, rc)
 		}
 	}
+	if e.cfg.QPType == RC {
+		// What the driver holds, not what was asked: results record the
+		// attributes the QPs really use. UC keeps no timers or retries,
+		// so there only the request can be recorded.
+		if a, err = e.queryAttrs(a); err != nil {
+			return err
+		}
+	}
 	e.attrs = a
 	e.ready = true
 	return nil
 }
 
-// Attrs returns the QP attributes Connect really set, path MTU included.
+// queryAttrs reads the first QP's attributes back from the driver over
+// asked (every QP of the endpoint is connected alike).
+func (e *Endpoint) queryAttrs(asked QPAttrs) (QPAttrs, error) {
+	var c C.struct_rr_conn
+	if rc := C.rr_qp_query(e.qps[0], &c); rc != 0 {
+		return asked, rcErr("ibv_query_qp", e.cfg.Device, rc)
+	}
+	return QPAttrs{
+		MTU: MTUBytes(int(c.mtu)), Timeout: int(c.timeout), RetryCnt: int(c.retry_cnt), RNRRetry: int(c.rnr_retry),
+		MinRNRTimer: int(c.min_rnr_timer), MaxRdAtomic: int(c.max_rd_atomic), SL: int(c.sl),
+		TrafficClass: int(c.traffic_class), HopLimit: int(c.hop_limit),
+	}, nil
+}
+
+// Attrs returns the QP attributes in force after Connect, path MTU
+// included, as the driver reports them.
 func (e *Endpoint) Attrs() QPAttrs { return e.attrs }
 
 // Fail moves every QP to the error state; tests use it to make a peer

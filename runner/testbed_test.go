@@ -122,3 +122,44 @@ func TestRoCESweepEndToEnd(t *testing.T) {
 		t.Errorf("HTML has %d charts", strings.Count(html, `class="chart"`))
 	}
 }
+
+// TestQPZerosReachTheQP: retry_cnt 0 and timeout 0 written in a scenario
+// reach the driver's QP, read back with ibv_query_qp, rather than being
+// taken for "unset" and replaced by the defaults somewhere on the way.
+func TestQPZerosReachTheQP(t *testing.T) {
+	doc := `
+name: qp-zeros
+cases:
+  - name: zeros
+    op: write
+    measure: latency
+    iterations: 20
+    retry_cnt: 0
+    timeout: 0
+    min_rnr_timer: 5
+`
+	sc, err := Parse("qp-zeros.yaml", []byte(doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &Loopback{
+		Local: Endpoint{Device: "rxe1", Port: 1, GIDIndex: rdma.AutoGIDIndex},
+		Peer:  Endpoint{Device: "rxe0", Port: 1, GIDIndex: rdma.AutoGIDIndex},
+	}
+	defer target.Close()
+	rep, err := Execute(context.Background(), sc, target, Options{Tool: "rdmarun test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rep.Runs[0]
+	if run.Result == nil {
+		t.Fatalf("no result: %s", run.Error)
+	}
+	got := run.Result.Spec.QP
+	if got.RetryCnt != 0 || got.Timeout != 0 || got.MinRNRTimer != 5 {
+		t.Errorf("the driver's QP has %+v; want retry_cnt 0, timeout 0, min_rnr_timer 5", got)
+	}
+	if d := rdma.DefaultQPAttrs(); got.RNRRetry != d.RNRRetry || got.HopLimit != d.HopLimit || got.MTU < 256 {
+		t.Errorf("the driver's QP has %+v; the settings not given should be the defaults %+v, with the path MTU", got, d)
+	}
+}

@@ -32,6 +32,7 @@ type loopbackCmd struct {
 	sizes                     string
 	cpus                      string
 	spec                      rdma.TestSpec
+	qp                        rdma.QPAttrs
 	duration, stall           time.Duration
 	asJSON                    bool
 	sizesSet, itersSet        bool
@@ -73,13 +74,13 @@ func newLoopbackCmd(app *kingpin.Application) *loopbackCmd {
 	cmd.Flag("bidir", "Bidirectional bandwidth: both ends send.").BoolVar(&s.Bidirectional)
 	cmd.Flag("hugepages", "Put the buffers on 2 MiB huge pages (reserve them first in /proc/sys/vm/nr_hugepages).").BoolVar(&s.Hugepages)
 	cmd.Flag("validate", "Write a random pattern and check that it arrived.").BoolVar(&s.Validate)
-	cmd.Flag("mtu", "Path MTU in bytes (0: the ports' active MTU).").Default("0").IntVar(&s.QP.MTU)
-	cmd.Flag("qp-timeout", "QP local ACK timeout exponent (4.096 us * 2^n).").Default("14").IntVar(&s.QP.Timeout)
-	cmd.Flag("retry-cnt", "QP transport retry count (7 retries forever on soft-RoCE).").Default("6").IntVar(&s.QP.RetryCnt)
-	cmd.Flag("rnr-retry", "QP receiver-not-ready retries (7: forever).").Default("7").IntVar(&s.QP.RNRRetry)
-	cmd.Flag("max-rd-atomic", "Outstanding reads and atomics per QP.").Default("1").IntVar(&s.QP.MaxRdAtomic)
-	cmd.Flag("sl", "Service level.").Default("0").IntVar(&s.QP.SL)
-	cmd.Flag("tclass", "Traffic class (RoCE: DSCP << 2 | ECN).").Default("0").IntVar(&s.QP.TrafficClass)
+	cmd.Flag("mtu", "Path MTU in bytes (0: the ports' active MTU).").Default("0").IntVar(&c.qp.MTU)
+	cmd.Flag("qp-timeout", "QP local ACK timeout exponent (4.096 us * 2^n).").Default("14").IntVar(&c.qp.Timeout)
+	cmd.Flag("retry-cnt", "QP transport retry count (7 retries forever on soft-RoCE).").Default("6").IntVar(&c.qp.RetryCnt)
+	cmd.Flag("rnr-retry", "QP receiver-not-ready retries (7: forever).").Default("7").IntVar(&c.qp.RNRRetry)
+	cmd.Flag("max-rd-atomic", "Outstanding reads and atomics per QP.").Default("1").IntVar(&c.qp.MaxRdAtomic)
+	cmd.Flag("sl", "Service level.").Default("0").IntVar(&c.qp.SL)
+	cmd.Flag("tclass", "Traffic class (RoCE: DSCP << 2 | ECN).").Default("0").IntVar(&c.qp.TrafficClass)
 	cmd.Flag("stall-timeout", "End the run when nothing happens for this long.").Default("5s").DurationVar(&c.stall)
 	cmd.Flag("json", "Print JSON instead of a table.").BoolVar(&c.asJSON)
 	return c
@@ -100,21 +101,24 @@ func parseSizes(s string) ([]int, error) {
 	return sizes, nil
 }
 
-// parse turns the flags into a checked spec and the sizes to run it at.
-func (c *loopbackCmd) parse() (rdma.TestSpec, []int, int, error) {
+// parse turns the flags into a complete test per size.
+func (c *loopbackCmd) parse() ([]rdma.Test, int, error) {
 	s := c.spec
+	d := rdma.DefaultQPAttrs()
+	c.qp.MinRNRTimer, c.qp.HopLimit = d.MinRNRTimer, d.HopLimit
+	s.QP = c.qp.Settings()
 	var err error
 	if s.Op, err = rdma.ParseOp(c.op); err != nil {
-		return s, nil, 0, fmt.Errorf("--op: %w", err)
+		return nil, 0, fmt.Errorf("--op: %w", err)
 	}
 	if s.Measure, err = rdma.ParseMeasure(c.measure); err != nil {
-		return s, nil, 0, fmt.Errorf("--measure: %w", err)
+		return nil, 0, fmt.Errorf("--measure: %w", err)
 	}
 	if s.Mode, err = rdma.ParseMode(c.mode); err != nil {
-		return s, nil, 0, fmt.Errorf("--mode: %w", err)
+		return nil, 0, fmt.Errorf("--mode: %w", err)
 	}
 	if s.QPType, err = rdma.ParseQPType(c.qpType); err != nil {
-		return s, nil, 0, fmt.Errorf("--qp-type: %w", err)
+		return nil, 0, fmt.Errorf("--qp-type: %w", err)
 	}
 	s.Duration = rdma.Duration(c.duration)
 	s.StallTimeout = rdma.Duration(c.stall)
@@ -122,7 +126,7 @@ func (c *loopbackCmd) parse() (rdma.TestSpec, []int, int, error) {
 		for _, f := range strings.Split(c.cpus, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 0 {
-				return s, nil, 0, fmt.Errorf("--cpus %q: want CPU numbers such as 0,1", c.cpus)
+				return nil, 0, fmt.Errorf("--cpus %q: want CPU numbers such as 0,1", c.cpus)
 			}
 			s.CPUs = append(s.CPUs, n)
 		}
@@ -130,42 +134,46 @@ func (c *loopbackCmd) parse() (rdma.TestSpec, []int, int, error) {
 	// A zero here would silently become the engine's default.
 	switch {
 	case c.itersSet && s.Iterations < 1:
-		return s, nil, 0, fmt.Errorf("--iters %d: want at least 1", s.Iterations)
+		return nil, 0, fmt.Errorf("--iters %d: want at least 1", s.Iterations)
 	case s.QPs < 1:
-		return s, nil, 0, fmt.Errorf("--qps %d: want at least 1", s.QPs)
+		return nil, 0, fmt.Errorf("--qps %d: want at least 1", s.QPs)
 	case s.Threads < 1:
-		return s, nil, 0, fmt.Errorf("--threads %d: want at least 1", s.Threads)
+		return nil, 0, fmt.Errorf("--threads %d: want at least 1", s.Threads)
 	case c.itersSet && c.duration > 0:
-		return s, nil, 0, errors.New("--iters and --duration: give one, not both")
+		return nil, 0, errors.New("--iters and --duration: give one, not both")
 	}
 	var sizes []int
 	if c.sizesSet || c.sizes != "" {
 		if sizes, err = parseSizes(c.sizes); err != nil {
-			return s, nil, 0, err
+			return nil, 0, err
 		}
-	} else {
-		sizes = []int{s.WithDefaults().Size}
 	}
 	gid := rdma.AutoGIDIndex
 	if c.gidIndex != "auto" {
 		n, err := strconv.Atoi(c.gidIndex)
 		if err != nil || n < 0 {
-			return s, nil, 0, fmt.Errorf("--gid-index %q: want auto or an index from `rdmarun devices`", c.gidIndex)
+			return nil, 0, fmt.Errorf("--gid-index %q: want auto or an index from `rdmarun devices`", c.gidIndex)
 		}
 		gid = n
 	}
+	if sizes == nil {
+		sizes = []int{0} // the engine's default for the op and measure
+	}
+	var tests []rdma.Test
 	for _, size := range sizes {
 		t := s
 		t.Size = size
-		if err := t.WithDefaults().Check(); err != nil {
-			return s, nil, 0, err
+		test, err := t.Complete()
+		if err != nil {
+			return nil, 0, err
 		}
+		tests = append(tests, test)
 	}
-	return s, sizes, gid, nil
+	return tests, gid, nil
 }
 
 func (c *loopbackCmd) run(w io.Writer) error {
-	spec, sizes, gid, err := c.parse()
+	tests, gid, err := c.parse()
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}
@@ -180,9 +188,9 @@ func (c *loopbackCmd) run(w io.Writer) error {
 	var results []*rdma.Result
 	var runErr error
 	if c.peer == "loopback" {
-		results, runErr = c.runLoopback(ctx, spec, sizes, gid)
+		results, runErr = c.runLoopback(ctx, tests, gid)
 	} else {
-		results, runErr = c.runRemote(ctx, spec, sizes, gid)
+		results, runErr = c.runRemote(ctx, tests, gid)
 	}
 	if c.asJSON {
 		enc := json.NewEncoder(w)
@@ -198,27 +206,24 @@ func (c *loopbackCmd) run(w io.Writer) error {
 	return runErr
 }
 
-func (c *loopbackCmd) runLoopback(ctx context.Context, spec rdma.TestSpec, sizes []int, gid int) ([]*rdma.Result, error) {
+func (c *loopbackCmd) runLoopback(ctx context.Context, tests []rdma.Test, gid int) ([]*rdma.Result, error) {
 	if c.peerDevice == "" {
 		c.peerDevice = c.device
 	}
-	sized := spec
-	sized.Size = slices.Max(sizes)
+	sized := slices.MaxFunc(tests, func(a, b rdma.Test) int { return a.Size - b.Size })
 	reqCfg, respCfg := rdma.PairConfig(sized,
 		rdma.EndpointConfig{Device: c.device, Port: c.port, GIDIndex: gid},
 		rdma.EndpointConfig{Device: c.peerDevice, Port: c.port, GIDIndex: gid})
-	pair, err := rdma.NewLoopbackPair(reqCfg, respCfg, spec.QP)
+	pair, err := rdma.NewLoopbackPair(reqCfg, respCfg, sized.QP)
 	if err != nil {
 		return nil, environmentError(err)
 	}
 	defer pair.Close()
 	var results []*rdma.Result
-	for _, size := range sizes {
-		s := spec
-		s.Size = size
+	for _, s := range tests {
 		res, err := pair.Run(ctx, s)
 		if err != nil {
-			return results, &exitError{exitAborted, fmt.Errorf("%s %s, %s: %w", s.Op, s.Measure, units.FormatBytes(uint64(size)), err)}
+			return results, &exitError{exitAborted, fmt.Errorf("%s %s, %s: %w", s.Op, s.Measure, units.FormatBytes(uint64(s.Size)), err)}
 		}
 		results = append(results, res)
 	}
@@ -227,7 +232,7 @@ func (c *loopbackCmd) runLoopback(ctx context.Context, spec rdma.TestSpec, sizes
 
 // runRemote runs each size as its own test against the responder: a new
 // control connection and new QPs per size, as a CI gate would.
-func (c *loopbackCmd) runRemote(ctx context.Context, spec rdma.TestSpec, sizes []int, gid int) ([]*rdma.Result, error) {
+func (c *loopbackCmd) runRemote(ctx context.Context, tests []rdma.Test, gid int) ([]*rdma.Result, error) {
 	token, err := readToken(c.tokenFile)
 	if err != nil {
 		return nil, &exitError{exitInvalid, err}
@@ -242,9 +247,7 @@ func (c *loopbackCmd) runRemote(ctx context.Context, spec rdma.TestSpec, sizes [
 		}
 	}
 	var results []*rdma.Result
-	for _, size := range sizes {
-		s := spec
-		s.Size = size
+	for _, s := range tests {
 		res, err := peer.Run(ctx, cfg, s)
 		if err != nil {
 			code := exitAborted
@@ -252,7 +255,7 @@ func (c *loopbackCmd) runRemote(ctx context.Context, spec rdma.TestSpec, sizes [
 			if errors.As(err, &pe) && (pe.Stage == "connecting" || pe.Stage == "handshake") {
 				code = exitEnvironment
 			}
-			return results, &exitError{code, fmt.Errorf("%s %s, %s: %w", s.Op, s.Measure, units.FormatBytes(uint64(size)), err)}
+			return results, &exitError{code, fmt.Errorf("%s %s, %s: %w", s.Op, s.Measure, units.FormatBytes(uint64(s.Size)), err)}
 		}
 		results = append(results, res)
 	}
