@@ -120,8 +120,9 @@ func summaryOf(m moments, h *hdrhistogram.Histogram) Summary {
 	}
 }
 
-// The C loop's histogram layout (shim.h): values below 2*histSub have a
-// bucket each; above, histSub buckets per power of two.
+// The C loop's histogram layout (shim.h; enums_linux.go does not build
+// unless these equal it): values below 2*histSub have a bucket each;
+// above, histSub buckets per power of two.
 const (
 	histSub      = 1024
 	histMaxShift = 30

@@ -43,7 +43,8 @@ struct rr_conn {
 	uint8_t uc; // unreliable connected: no ACK timers, no reads or atomics
 };
 
-// Operations, measures and roles; the Go side mirrors these numbers.
+// Operations, measures and roles; the Go side mirrors these numbers, and
+// enums_linux.go does not compile if it stops doing so.
 enum rr_op { RR_SEND, RR_SEND_IMM, RR_WRITE, RR_WRITE_IMM, RR_READ, RR_FETCH_ADD, RR_CMP_SWAP };
 enum rr_measure { RR_LATENCY, RR_BANDWIDTH };
 enum rr_role {

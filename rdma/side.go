@@ -7,8 +7,8 @@ import (
 	"errors"
 )
 
-// Role says what one side's workers do in a test. The numbers match enum
-// rr_role in shim.h.
+// Role says what one side's workers do in a test. The numbers are enum
+// rr_role's in shim.h (enums_linux.go fails to build if they differ).
 type Role int
 
 // The roles; a side may have both, or neither (the NIC answers reads,
