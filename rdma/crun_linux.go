@@ -119,8 +119,8 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 			q := &ios[k]
 			q.qp = e.qps[i]
 			q.cq = e.cqs[i]
-			q.sbuf = (*C.uint8_t)(unsafe.Pointer(&e.SendArea(i)[0]))
-			q.rbuf = (*C.uint8_t)(unsafe.Pointer(&e.RecvArea(i)[0]))
+			q.sbuf = (*C.uint8_t)(unsafe.Pointer(&e.sendArea(i)[0]))
+			q.rbuf = (*C.uint8_t)(unsafe.Pointer(&e.recvArea(i)[0]))
 			q.lkey = e.mr.lkey
 			q.raddr = C.uint64_t(peer.Addr + uint64(i)*peer.Stride)
 			q.rkey = C.uint32_t(peer.RKey)

@@ -179,17 +179,17 @@ func (e *Endpoint) Info() EndpointInfo {
 	}
 }
 
-// SendArea is QP i's send area: where its writes and sends leave from,
+// sendArea is QP i's send area: where its writes and sends leave from,
 // and where reads and atomics return their data... for atomics, the
 // fetched word. Valid until Close.
-func (e *Endpoint) SendArea(i int) []byte {
+func (e *Endpoint) sendArea(i int) []byte {
 	off := 2 * e.slot * i
 	return e.mem[off : off+e.cfg.MaxMessage]
 }
 
-// RecvArea is QP i's receive area: where the peer's writes and sends
+// recvArea is QP i's receive area: where the peer's writes and sends
 // land, and what the peer's reads and atomics target.
-func (e *Endpoint) RecvArea(i int) []byte {
+func (e *Endpoint) recvArea(i int) []byte {
 	off := 2*e.slot*i + e.slot
 	return e.mem[off : off+e.cfg.MaxMessage]
 }

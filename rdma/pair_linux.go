@@ -63,7 +63,7 @@ func (p *Pair) Run(ctx context.Context, spec TestSpec) (*Result, error) {
 	defer req.Close()
 	resp.Start()
 	req.Start()
-	Link(ctx, req, resp)
+	link(ctx, req, resp)
 	reqRes, reqErr := req.Result()
 	respRes, respErr := resp.Result()
 	if err := FirstError(reqErr, respErr); err != nil {

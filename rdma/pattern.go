@@ -26,8 +26,8 @@ func pattern(b []byte, seed uint64, side, qp int) {
 
 // areas is what validation needs of an endpoint.
 type areas interface {
-	SendArea(i int) []byte
-	RecvArea(i int) []byte
+	sendArea(i int) []byte
+	recvArea(i int) []byte
 }
 
 // fillBuffers prepares one side's buffers before a run: receive areas
@@ -36,7 +36,7 @@ type areas interface {
 // the pattern.
 func fillBuffers(spec TestSpec, e areas, side int) {
 	for i := range spec.QPs {
-		s, r := e.SendArea(i)[:spec.Size], e.RecvArea(i)[:spec.Size]
+		s, r := e.sendArea(i)[:spec.Size], e.recvArea(i)[:spec.Size]
 		clear(r)
 		clear(s)
 		switch {
@@ -61,7 +61,7 @@ func checkBuffers(spec TestSpec, e areas, side int, role Role) error {
 	}
 	want := make([]byte, spec.Size)
 	for i := range spec.QPs {
-		got := e.RecvArea(i)
+		got := e.recvArea(i)
 		switch {
 		case spec.Op.Atomic():
 			if side != 1 || spec.Duration != 0 || spec.Measure != MeasureLatency {
@@ -79,7 +79,7 @@ func checkBuffers(spec TestSpec, e areas, side int, role Role) error {
 			// A read copies the peer's receive area into this side's
 			// send area.
 			pattern(want, spec.Seed, 1-side, i)
-			if !bytes.Equal(e.SendArea(i)[:n], want[:n]) {
+			if !bytes.Equal(e.sendArea(i)[:n], want[:n]) {
 				return &ValidationError{Op: spec.Op, QP: i, What: "the bytes read differ from what the peer holds"}
 			}
 		default:

@@ -84,8 +84,8 @@ const (
 	histDigit = 3
 )
 
-// NewHistogram returns an empty latency histogram in nanoseconds.
-func NewHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigit) }
+// newHistogram returns an empty latency histogram in nanoseconds.
+func newHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigit) }
 
 // moments are the exact running sums of a sample set.
 type moments struct {

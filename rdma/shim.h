@@ -147,8 +147,7 @@ struct rr_run {
 
 	volatile int stop;      // set by a failing worker, or by Go to end a run early
 	volatile int peer_done; // set by Go: every sender on the other side has finished
-	volatile int own_done;  // set here when every sender of this run has finished
-	int notify_fd;          // eventfd written when own_done is set, or -1
+	int notify_fd;          // eventfd written when every sender of this run has finished, or -1
 	int nsenders;           // workers of this run with RR_ROLE_SEND
 	int finished_senders;
 	int arrived; // barrier
@@ -177,7 +176,6 @@ int rr_prepare(struct rr_run *r);
 int rr_run_workers(struct rr_run *r);
 void rr_request_stop(struct rr_run *r);
 void rr_peer_done(struct rr_run *r);
-int rr_own_done(struct rr_run *r);
 int64_t rr_now_ns(void);
 
 #endif

@@ -40,12 +40,12 @@ func Roles(spec TestSpec) (requester, responder Role) {
 	return requester, responder
 }
 
-// Link relays between two sides in one process what a control channel
+// link relays between two sides in one process what a control channel
 // relays between two hosts: each side's "my senders are done", and a stop
 // when one side fails or ctx ends. It returns when both sides are done.
 // It waits on channels only: a poll here would steal CPU from spinning
 // workers and show up in their latency tail.
-func Link(ctx context.Context, a, b *SideRun) {
+func link(ctx context.Context, a, b *SideRun) {
 	aOwn, bOwn := a.OwnDoneC(), b.OwnDoneC()
 	aEnd, bEnd := a.Done(), b.Done()
 	stop := ctx.Done()

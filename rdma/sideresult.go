@@ -57,7 +57,7 @@ type SideSummary struct {
 func Assemble(spec TestSpec, reqInfo, respInfo EndpointInfo, req, resp *SideResult) *Result {
 	res := &Result{Spec: spec, Requester: reqInfo, Responder: respInfo, Events: req.Events + resp.Events}
 	if spec.Measure == MeasureLatency {
-		h := NewHistogram()
+		h := newHistogram()
 		addBuckets(h, req.hist)
 		rtt := summaryOf(req.lat, h)
 		res.Latency = &LatencyStats{RTT: rtt, Histogram: h}

@@ -142,9 +142,6 @@ func (s *SideRun) Finished() bool {
 // Failed reports whether a finished side failed.
 func (s *SideRun) Failed() bool { return s.Finished() && s.rc != 0 }
 
-// OwnDone reports whether every sender of this side has finished.
-func (s *SideRun) OwnDone() bool { return C.rr_own_done(s.c.r) != 0 }
-
 // PeerDone tells this side that every sender of the other side has
 // finished: responders stop waiting for more, receivers drain and stop.
 func (s *SideRun) PeerDone() { C.rr_peer_done(s.c.r) }

@@ -301,7 +301,7 @@ func TestPeerGoneCompletionError(t *testing.T) {
 			// Either end may report first. The requester's QP gives up
 			// with RETRY_EXC_ERR; a responder with receives posted (the
 			// write_imm ping-pong) can see them flushed on the QP that was
-			// put in error before that, and Link then stops the requester.
+			// put in error before that, and the pair then stops the requester.
 			// Both name the failure; nothing else may.
 			retryExc := ce.Status == rdma.WCRetryExcErr && ce.Device == "rxe1" && ce.QPN == p.Requester.Info().QPNs[0]
 			flushed := ce.Status == rdma.WCWRFlushErr && ce.Device == "rxe0" && ce.QPN == p.Responder.Info().QPNs[0]

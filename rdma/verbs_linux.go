@@ -16,9 +16,6 @@ import (
 	"syscall"
 )
 
-// Available reports whether this build can talk to RDMA devices.
-const Available = true
-
 func verbsErr(op, dev string, err error) error {
 	var errno syscall.Errno
 	if !errors.As(err, &errno) || errno == 0 {

@@ -4,9 +4,6 @@ package rdma
 
 import "context"
 
-// Available reports whether this build can talk to RDMA devices.
-const Available = false
-
 // Devices needs libibverbs; this build has none.
 func Devices() ([]Device, error) { return nil, ErrNotSupported }
 
@@ -18,12 +15,6 @@ func NewEndpoint(EndpointConfig) (*Endpoint, error) { return nil, ErrNotSupporte
 
 // Info returns nothing in this build.
 func (*Endpoint) Info() EndpointInfo { return EndpointInfo{} }
-
-// SendArea returns nothing in this build.
-func (*Endpoint) SendArea(int) []byte { return nil }
-
-// RecvArea returns nothing in this build.
-func (*Endpoint) RecvArea(int) []byte { return nil }
 
 // Connect needs libibverbs; this build has none.
 func (*Endpoint) Connect(EndpointInfo, QPAttrs) error { return ErrNotSupported }
@@ -63,9 +54,6 @@ func (*SideRun) Start() {}
 
 // Done is always closed in this build.
 func (*SideRun) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
-
-// OwnDone is always true in this build.
-func (*SideRun) OwnDone() bool { return true }
 
 // PeerDone does nothing in this build.
 func (*SideRun) PeerDone() {}
