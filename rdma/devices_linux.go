@@ -54,8 +54,8 @@ func readDevice(name string) (Device, error) {
 		if rc := C.rr_query_port(ctx, C.uint8_t(p.Num), &pi); rc != 0 {
 			return d, rcErr("ibv_query_port", name, rc)
 		}
-		p.ActiveMTU = MTUBytes(int(pi.active_mtu))
-		p.MaxMTU = MTUBytes(int(pi.max_mtu))
+		p.ActiveMTU = mtuBytes(int(pi.active_mtu))
+		p.MaxMTU = mtuBytes(int(pi.max_mtu))
 		tableLen += int(pi.gid_tbl_len)
 	}
 	if err := queryGIDs(ctx, &d, tableLen); err != nil {
