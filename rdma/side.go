@@ -42,12 +42,12 @@ func Roles(spec TestSpec) (requester, responder Role) {
 
 // link relays between two sides in one process what a control channel
 // relays between two hosts: each side's "my senders are done", and a stop
-// when one side fails or ctx ends. It returns when both sides are done.
+// when one side fails or ctx ends. It returns when both sides have exited.
 // It waits on channels only: a poll here would steal CPU from spinning
 // workers and show up in their latency tail.
 func link(ctx context.Context, a, b *SideRun) {
-	aOwn, bOwn := a.OwnDoneC(), b.OwnDoneC()
-	aEnd, bEnd := a.Done(), b.Done()
+	aSent, bSent := a.SendersFinished(), b.SendersFinished()
+	aEnd, bEnd := a.Exited(), b.Exited()
 	stop := ctx.Done()
 	for aEnd != nil || bEnd != nil {
 		select {
@@ -55,25 +55,25 @@ func link(ctx context.Context, a, b *SideRun) {
 			a.Stop()
 			b.Stop()
 			stop = nil
-		case <-aOwn:
-			b.PeerDone()
-			aOwn = nil
-		case <-bOwn:
-			a.PeerDone()
-			bOwn = nil
+		case <-aSent:
+			b.MarkPeerFinished()
+			aSent = nil
+		case <-bSent:
+			a.MarkPeerFinished()
+			bSent = nil
 		case <-aEnd:
 			// A finished side sends no more, whether it succeeded or not.
-			b.PeerDone()
+			b.MarkPeerFinished()
 			if a.Failed() {
 				b.Stop()
 			}
-			aEnd, aOwn = nil, nil
+			aEnd, aSent = nil, nil
 		case <-bEnd:
-			a.PeerDone()
+			a.MarkPeerFinished()
 			if b.Failed() {
 				a.Stop()
 			}
-			bEnd, bOwn = nil, nil
+			bEnd, bSent = nil, nil
 		}
 	}
 }

@@ -36,23 +36,23 @@ type SideRun struct {
 	after  portstats.Counters
 	span   portstats.CPUSpan
 	cpu    portstats.CPUUsage
-	done   chan struct{}
+	exited chan struct{}
 	// started is set by Start: a side prepared but never started (its
 	// peer went away between Prepare and Start) has no workers to wait
-	// for, and done would never close.
+	// for, and exited would never close.
 	started atomic.Bool
 	rc      C.int
 	ended   sync.Once
-	// ownDone is closed when every sender of this side has finished; the
-	// C side wakes it through an eventfd, so nothing polls.
-	ownDone chan struct{}
-	notify  *os.File
+	// sendersFinished is closed when every sender of this side has
+	// finished; the C side wakes it through an eventfd, so nothing polls.
+	sendersFinished chan struct{}
+	notify          *os.File
 }
 
-// watchOwnDone creates the eventfd the workers write when their sending
-// is done, and a goroutine that turns it into the ownDone channel.
-func (s *SideRun) watchOwnDone() error {
-	s.ownDone = make(chan struct{})
+// watchSenders creates the eventfd the workers write when their sending
+// is done, and a goroutine that turns it into the sendersFinished channel.
+func (s *SideRun) watchSenders() error {
+	s.sendersFinished = make(chan struct{})
 	s.c.r.notify_fd = -1
 	if s.c.r.nsenders == 0 {
 		return nil
@@ -61,20 +61,16 @@ func (s *SideRun) watchOwnDone() error {
 	if err != nil {
 		return fmt.Errorf("rdma: eventfd: %w", err)
 	}
-	s.notify = os.NewFile(uintptr(fd), "rdmarun-own-done")
+	s.notify = os.NewFile(uintptr(fd), "rdmarun-senders-finished")
 	s.c.r.notify_fd = C.int(fd)
 	go func() {
 		var b [8]byte
 		if _, err := s.notify.Read(b[:]); err == nil {
-			close(s.ownDone)
+			close(s.sendersFinished)
 		}
 	}()
 	return nil
 }
-
-// OwnDoneC is closed when every sender of this side has finished. It is
-// never closed for a side without senders.
-func (s *SideRun) OwnDoneC() <-chan struct{} { return s.ownDone }
 
 // Prepare lays out one side of spec on the endpoint, fills its buffers and
 // posts its receives: after Prepare the peer may start sending. side is 0
@@ -90,12 +86,12 @@ func (e *Endpoint) Prepare(spec TestSpec, side int, role Role, peer EndpointInfo
 	if len(peer.QPNs) != spec.QPs {
 		return nil, fmt.Errorf("rdma: the peer has %d QPs, the test wants %d", len(peer.QPNs), spec.QPs)
 	}
-	s := &SideRun{e: e, spec: spec, side: side, role: role, done: make(chan struct{})}
+	s := &SideRun{e: e, spec: spec, side: side, role: role, exited: make(chan struct{})}
 	fillBuffers(spec, e, side)
 	if s.c, err = s.build(peer); err != nil {
 		return nil, err
 	}
-	if err := s.watchOwnDone(); err != nil {
+	if err := s.watchSenders(); err != nil {
 		s.c.free()
 		return nil, err
 	}
@@ -118,36 +114,55 @@ func (s *SideRun) Start() {
 	s.span = portstats.StartCPU()
 	go func() {
 		s.rc = C.rr_run_workers(s.c.r)
-		close(s.done)
+		close(s.exited)
 	}()
 }
 
-// HasWorkers reports whether this side runs threads of its own; a
-// passive side (the NIC answers alone) does not.
-func (s *SideRun) HasWorkers() bool { return len(s.ws) > 0 }
+// The two sides of a test coordinate through the methods below, over a
+// control channel (peer.relay) or in one process (link): each side learns
+// from the other when its senders are done and whether it failed.
 
-// Done is closed when the workers have returned.
-func (s *SideRun) Done() <-chan struct{} { return s.done }
+// SendersFinished is closed when every sender of this side has finished
+// its last operation. The caller passes this on to the other side at
+// once (see MarkPeerFinished), since that side's receivers and
+// responders cannot otherwise know when to stop. It is never closed for
+// a side without senders.
+func (s *SideRun) SendersFinished() <-chan struct{} { return s.sendersFinished }
 
-// Finished reports whether the workers have returned.
-func (s *SideRun) Finished() bool {
+// MarkPeerFinished tells this side that every sender of the other side
+// has finished, or that the other side has exited: responders stop
+// waiting for more requests, receivers drain what is in flight and stop.
+// Calling it again changes nothing.
+func (s *SideRun) MarkPeerFinished() { C.rr_peer_done(s.c.r) }
+
+// Exited is closed when the workers have returned, successfully or not;
+// Result then no longer blocks. It is a channel so that callers can wait
+// for it together with the other side's news instead of blocking in
+// Result.
+func (s *SideRun) Exited() <-chan struct{} { return s.exited }
+
+// Failed reports whether the workers have exited with a failure (false
+// while they run), so that on Exited a caller can stop the other side
+// at once instead of letting it wait out its stall deadline.
+func (s *SideRun) Failed() bool {
 	select {
-	case <-s.done:
-		return true
+	case <-s.exited:
+		return s.rc != 0
 	default:
 		return false
 	}
 }
 
-// Failed reports whether a finished side failed.
-func (s *SideRun) Failed() bool { return s.Finished() && s.rc != 0 }
+// HasWorkers reports whether this side runs threads of its own. A
+// passive side (the NIC answers reads, atomics and one-way writes alone)
+// does not: it exits at once, and its Exited says nothing about the test
+// being over.
+func (s *SideRun) HasWorkers() bool { return len(s.ws) > 0 }
 
-// PeerDone tells this side that every sender of the other side has
-// finished: responders stop waiting for more, receivers drain and stop.
-func (s *SideRun) PeerDone() { C.rr_peer_done(s.c.r) }
-
-// Stop asks the workers to end now; the side then fails with ErrStopped
-// unless it already failed otherwise.
+// Stop asks the workers to end now and returns without waiting for them
+// (Exited tells when they have); the side then fails with ErrStopped
+// unless it already failed otherwise. Callers stop a side when the other
+// side failed or went away, or when they give up on the test.
 func (s *SideRun) Stop() { C.rr_request_stop(s.c.r) }
 
 // Result waits for the workers and returns this side's share, or why it
@@ -161,7 +176,7 @@ func (s *SideRun) Result() (*SideResult, error) {
 	if !s.started.Load() {
 		return nil, errNotStarted
 	}
-	<-s.done
+	<-s.exited
 	s.ended.Do(func() {
 		s.cpu = s.span.Stop()
 		s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
@@ -223,7 +238,7 @@ func (s *SideRun) Close() {
 	}
 	if s.started.Load() {
 		s.Stop()
-		<-s.done
+		<-s.exited
 	}
 	if s.notify != nil {
 		s.notify.Close()

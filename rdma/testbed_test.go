@@ -335,7 +335,7 @@ func runRequesterAlone(t *testing.T, spec rdma.TestSpec) (time.Duration, error) 
 	start := time.Now()
 	side.Start()
 	select {
-	case <-side.Done():
+	case <-side.Exited():
 	case <-time.After(10 * time.Second):
 		side.Stop()
 		t.Fatalf("the requester alone still running after 10 s")

@@ -52,11 +52,11 @@ func (*Endpoint) Prepare(TestSpec, int, Role, EndpointInfo) (*SideRun, error) {
 // Start does nothing in this build.
 func (*SideRun) Start() {}
 
-// Done is always closed in this build.
-func (*SideRun) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+// Exited is always closed in this build.
+func (*SideRun) Exited() <-chan struct{} { c := make(chan struct{}); close(c); return c }
 
-// PeerDone does nothing in this build.
-func (*SideRun) PeerDone() {}
+// MarkPeerFinished does nothing in this build.
+func (*SideRun) MarkPeerFinished() {}
 
 // Stop does nothing in this build.
 func (*SideRun) Stop() {}
@@ -67,14 +67,11 @@ func (*SideRun) Result() (*SideResult, error) { return nil, ErrNotSupported }
 // Close does nothing in this build.
 func (*SideRun) Close() {}
 
-// Finished is always true in this build.
-func (*SideRun) Finished() bool { return true }
-
 // Failed is always true in this build.
 func (*SideRun) Failed() bool { return true }
 
-// OwnDoneC is always closed in this build.
-func (*SideRun) OwnDoneC() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+// SendersFinished is always closed in this build.
+func (*SideRun) SendersFinished() <-chan struct{} { c := make(chan struct{}); close(c); return c }
 
 // Attrs returns nothing in this build.
 func (*Endpoint) Attrs() QPAttrs { return QPAttrs{} }
