@@ -33,7 +33,7 @@ func relay(ctx context.Context, c *ctrl.Conn, side *rdma.SideRun, step, drain ti
 		k, _, err := c.RecvAny(rctx)
 		incoming <- msg{k, err}
 	}()
-	own, end := side.OwnDoneC(), side.Done()
+	own, end := side.SendersFinished(), side.Exited()
 	told, peerDone := false, false
 	var linkErr error
 	var giveUp <-chan time.Time
@@ -60,7 +60,7 @@ func relay(ctx context.Context, c *ctrl.Conn, side *rdma.SideRun, step, drain ti
 				side.Stop()
 				linkErr = fmt.Errorf("control channel: %w", m.err)
 			case m.kind == ctrl.KindDone:
-				side.PeerDone()
+				side.MarkPeerFinished()
 			default:
 				side.Stop()
 				linkErr = fmt.Errorf("control channel: %s while the test ran, want done", m.kind)

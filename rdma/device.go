@@ -66,9 +66,9 @@ type GID struct {
 	Netdev string  `json:"netdev,omitempty"`
 }
 
-// IPv4 reports the entry's IPv4 address when it is an IPv4-mapped GID
+// ipv4 reports the entry's IPv4 address when it is an IPv4-mapped GID
 // (RoCE over IPv4), or nil.
-func (g GID) IPv4() net.IP {
+func (g GID) ipv4() net.IP {
 	if v4 := net.IP(g.GID).To4(); v4 != nil && g.Type != GIDTypeIB {
 		return v4
 	}
@@ -153,7 +153,7 @@ func (p *Port) SelectGID(index int) (GID, error) {
 
 func gidScore(g GID) int {
 	s := 0
-	if g.IPv4() != nil {
+	if g.ipv4() != nil {
 		s += 4
 	}
 	if !net.IP(g.GID).IsLinkLocalUnicast() {
@@ -344,8 +344,8 @@ func readTrim(parts ...string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// MTUBytes converts the verbs MTU enum (1..5) to bytes.
-func MTUBytes(enum int) int {
+// mtuBytes converts the verbs MTU enum (1..5) to bytes.
+func mtuBytes(enum int) int {
 	if enum < 1 || enum > 5 {
 		return 0
 	}

@@ -99,15 +99,15 @@ func TestParseRate(t *testing.T) {
 
 func TestMTU(t *testing.T) {
 	for e, b := range map[int]int{1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096} {
-		if MTUBytes(e) != b {
-			t.Errorf("MTUBytes(%d) = %d, want %d", e, MTUBytes(e), b)
+		if mtuBytes(e) != b {
+			t.Errorf("mtuBytes(%d) = %d, want %d", e, mtuBytes(e), b)
 		}
 		if got, err := MTUEnum(b); err != nil || got != e {
 			t.Errorf("MTUEnum(%d) = %d, %v; want %d", b, got, err, e)
 		}
 	}
-	if MTUBytes(0) != 0 || MTUBytes(6) != 0 {
-		t.Error("MTUBytes accepts an enum outside 1..5")
+	if mtuBytes(0) != 0 || mtuBytes(6) != 0 {
+		t.Error("mtuBytes accepts an enum outside 1..5")
 	}
 	if _, err := MTUEnum(1500); err == nil {
 		t.Error("MTUEnum accepted 1500")

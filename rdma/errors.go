@@ -100,8 +100,8 @@ func (s WCStatus) String() string {
 	return fmt.Sprintf("STATUS_%d", int(s))
 }
 
-// LikelyCause is a one-line hint at what usually produces the status.
-func (s WCStatus) LikelyCause() string {
+// likelyCause is a one-line hint at what usually produces the status.
+func (s WCStatus) likelyCause() string {
 	switch s {
 	case WCRemAccessErr:
 		return "wrong rkey or remote address, or the remote MR lacks the access flag for this op"
@@ -142,7 +142,7 @@ func (e *CompletionError) Error() string {
 		msg += ": " + e.Description
 	}
 	msg += fmt.Sprintf(", vendor_err 0x%x) on %s QP 0x%06x at iteration %d", e.VendorErr, e.Device, e.QPN, e.Iteration)
-	if c := e.Status.LikelyCause(); c != "" {
+	if c := e.Status.likelyCause(); c != "" {
 		msg += "; likely cause: " + c
 	}
 	return msg

@@ -46,11 +46,6 @@ void rr_peer_done(struct rr_run *r)
 	r->peer_done = 1;
 }
 
-int rr_own_done(struct rr_run *r)
-{
-	return r->own_done;
-}
-
 static int wfail(struct rr_worker *w, int kind)
 {
 	if (w->fail == RR_OK) {
@@ -494,12 +489,11 @@ static int bw_post(struct rr_worker *w, struct rr_qp_io *q, uint64_t total, int6
 }
 
 // Counts a worker's senders as finished; the last one tells Go (through
-// own_done), which tells the peer.
+// notify_fd), which tells the peer.
 static void sender_finished(struct rr_worker *w)
 {
 	struct rr_run *r = w->run;
 	if (__atomic_add_fetch(&r->finished_senders, 1, __ATOMIC_ACQ_REL) == r->nsenders) {
-		r->own_done = 1;
 		// Wakes Go, which tells the peer; no one polls for this.
 		if (r->notify_fd >= 0) {
 			uint64_t one = 1;

@@ -84,8 +84,8 @@ const (
 	histDigit = 3
 )
 
-// NewHistogram returns an empty latency histogram in nanoseconds.
-func NewHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigit) }
+// newHistogram returns an empty latency histogram in nanoseconds.
+func newHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigit) }
 
 // moments are the exact running sums of a sample set.
 type moments struct {
@@ -120,8 +120,9 @@ func summaryOf(m moments, h *hdrhistogram.Histogram) Summary {
 	}
 }
 
-// The C loop's histogram layout (shim.h): values below 2*histSub have a
-// bucket each; above, histSub buckets per power of two.
+// The C loop's histogram layout (shim.h; enums_linux.go does not build
+// unless these equal it): values below 2*histSub have a bucket each;
+// above, histSub buckets per power of two.
 const (
 	histSub      = 1024
 	histMaxShift = 30

@@ -94,9 +94,9 @@ func TestSummaryAgainstExact(t *testing.T) {
 			for _, v := range samples {
 				cRecord(b, &m, v)
 			}
-			h := NewHistogram()
+			h := newHistogram()
 			addBuckets(h, b)
-			got, want := summaryOf(m, h), Summarize(samples)
+			got, want := summaryOf(m, h), exactSummary(samples)
 			if got.Count != want.Count || got.Min != want.Min || got.Max != want.Max {
 				t.Errorf("count/min/max %d %v %v, want %d %v %v", got.Count, got.Min, got.Max, want.Count, want.Min, want.Max)
 			}

@@ -43,7 +43,8 @@ struct rr_conn {
 	uint8_t uc; // unreliable connected: no ACK timers, no reads or atomics
 };
 
-// Operations, measures and roles; the Go side mirrors these numbers.
+// Operations, measures and roles; the Go side mirrors these numbers, and
+// enums_linux.go does not compile if it stops doing so.
 enum rr_op { RR_SEND, RR_SEND_IMM, RR_WRITE, RR_WRITE_IMM, RR_READ, RR_FETCH_ADD, RR_CMP_SWAP };
 enum rr_measure { RR_LATENCY, RR_BANDWIDTH };
 enum rr_role {
@@ -146,8 +147,7 @@ struct rr_run {
 
 	volatile int stop;      // set by a failing worker, or by Go to end a run early
 	volatile int peer_done; // set by Go: every sender on the other side has finished
-	volatile int own_done;  // set here when every sender of this run has finished
-	int notify_fd;          // eventfd written when own_done is set, or -1
+	int notify_fd;          // eventfd written when every sender of this run has finished, or -1
 	int nsenders;           // workers of this run with RR_ROLE_SEND
 	int finished_senders;
 	int arrived; // barrier
@@ -179,7 +179,6 @@ int rr_prepare(struct rr_run *r);
 int rr_run_workers(struct rr_run *r);
 void rr_request_stop(struct rr_run *r);
 void rr_peer_done(struct rr_run *r);
-int rr_own_done(struct rr_run *r);
 int64_t rr_now_ns(void);
 
 #endif

@@ -313,7 +313,7 @@ func TestPeerGoneCompletionError(t *testing.T) {
 			// Either end may report first. The requester's QP gives up
 			// with RETRY_EXC_ERR; a responder with receives posted (the
 			// write_imm ping-pong) can see them flushed on the QP that was
-			// put in error before that, and Link then stops the requester.
+			// put in error before that, and the pair then stops the requester.
 			// Both name the failure; nothing else may.
 			retryExc := ce.Status == rdma.WCRetryExcErr && ce.Device == "rxe1" && ce.QPN == p.Requester.Info().QPNs[0]
 			flushed := ce.Status == rdma.WCWRFlushErr && ce.Device == "rxe0" && ce.QPN == p.Responder.Info().QPNs[0]
@@ -348,7 +348,7 @@ func runRequesterAlone(t *testing.T, spec rdma.TestSpec) (time.Duration, error) 
 	start := time.Now()
 	side.Start()
 	select {
-	case <-side.Done():
+	case <-side.Exited():
 	case <-time.After(10 * time.Second):
 		side.Stop()
 		t.Fatalf("the requester alone still running after 10 s")

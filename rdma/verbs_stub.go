@@ -4,9 +4,6 @@ package rdma
 
 import "context"
 
-// Available reports whether this build can talk to RDMA devices.
-const Available = false
-
 // Devices needs libibverbs; this build has none.
 func Devices() ([]Device, error) { return nil, ErrNotSupported }
 
@@ -18,12 +15,6 @@ func NewEndpoint(EndpointConfig) (*Endpoint, error) { return nil, ErrNotSupporte
 
 // Info returns nothing in this build.
 func (*Endpoint) Info() EndpointInfo { return EndpointInfo{} }
-
-// SendArea returns nothing in this build.
-func (*Endpoint) SendArea(int) []byte { return nil }
-
-// RecvArea returns nothing in this build.
-func (*Endpoint) RecvArea(int) []byte { return nil }
 
 // Connect needs libibverbs; this build has none.
 func (*Endpoint) Connect(EndpointInfo, QPAttrs) error { return ErrNotSupported }
@@ -61,14 +52,11 @@ func (*Endpoint) Prepare(Test, int, Role, EndpointInfo) (*SideRun, error) {
 // Start does nothing in this build.
 func (*SideRun) Start() {}
 
-// Done is always closed in this build.
-func (*SideRun) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+// Exited is always closed in this build.
+func (*SideRun) Exited() <-chan struct{} { c := make(chan struct{}); close(c); return c }
 
-// OwnDone is always true in this build.
-func (*SideRun) OwnDone() bool { return true }
-
-// PeerDone does nothing in this build.
-func (*SideRun) PeerDone() {}
+// MarkPeerFinished does nothing in this build.
+func (*SideRun) MarkPeerFinished() {}
 
 // Stop does nothing in this build.
 func (*SideRun) Stop() {}
@@ -79,14 +67,11 @@ func (*SideRun) Result() (*SideResult, error) { return nil, ErrNotSupported }
 // Close does nothing in this build.
 func (*SideRun) Close() {}
 
-// Finished is always true in this build.
-func (*SideRun) Finished() bool { return true }
-
 // Failed is always true in this build.
 func (*SideRun) Failed() bool { return true }
 
-// OwnDoneC is always closed in this build.
-func (*SideRun) OwnDoneC() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+// SendersFinished is always closed in this build.
+func (*SideRun) SendersFinished() <-chan struct{} { c := make(chan struct{}); close(c); return c }
 
 // Attrs returns nothing in this build.
 func (*Endpoint) Attrs() QPAttrs { return QPAttrs{} }

@@ -1,0 +1,192 @@
+//go:build linux && cgo && !nordma
+
+package rdma
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// cRun holds the C memory of one side's run; free releases all of it.
+type cRun struct {
+	r      *C.struct_rr_run
+	allocs []unsafe.Pointer
+}
+
+func (c *cRun) calloc(n, size uintptr) (unsafe.Pointer, error) {
+	p := C.calloc(C.size_t(max(n, 1)), C.size_t(size))
+	if p == nil {
+		return nil, fmt.Errorf("rdma: allocating %d bytes for the run: %w", n*size, syscall.ENOMEM)
+	}
+	c.allocs = append(c.allocs, p)
+	return p, nil
+}
+
+func (c *cRun) free() {
+	for _, p := range c.allocs {
+		C.free(p)
+	}
+	c.allocs = nil
+}
+
+// build lays out the side's run: the run struct, one worker per thread,
+// each worker's QP views, histogram and WR templates.
+func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
+	spec, e := s.spec, s.e
+	c := &cRun{}
+	defer func() {
+		if err != nil {
+			c.free()
+		}
+	}()
+	p, err := c.calloc(1, unsafe.Sizeof(C.struct_rr_run{}))
+	if err != nil {
+		return nil, err
+	}
+	r := (*C.struct_rr_run)(p)
+	c.r = r
+	r.op = C.int(spec.Op)
+	r.measure = C.int(spec.Measure)
+	r.size = C.uint32_t(spec.Size)
+	if spec.Inline > 0 {
+		r.max_inline = C.uint32_t(min(e.inline, peer.MaxInline, spec.Inline))
+	}
+	r.tx_depth = C.uint32_t(spec.TxDepth)
+	r.rx_depth = C.uint32_t(spec.RxDepth)
+	r.recv_len = C.uint32_t(e.cfg.MaxMessage)
+	r.cq_mod = C.uint32_t(spec.CQModeration)
+	r.post_list = C.uint32_t(spec.PostList)
+	r.stall_ns = C.int64_t(time.Duration(spec.StallTimeout).Nanoseconds())
+	if spec.Duration > 0 {
+		r.duration_ns = C.int64_t(time.Duration(spec.Duration).Nanoseconds())
+	} else {
+		r.iters = C.uint64_t(spec.Iterations)
+	}
+	if spec.Measure == MeasureLatency {
+		r.warmup = C.uint64_t(spec.Warmup)
+	}
+	nw := 0
+	if s.role != 0 {
+		nw = spec.Threads
+	}
+	if s.role&RoleSend != 0 {
+		r.nsenders = C.int(nw)
+	}
+	if p, err = c.calloc(uintptr(nw), unsafe.Sizeof(C.struct_rr_worker{})); err != nil {
+		return nil, err
+	}
+	r.w = (*C.struct_rr_worker)(p)
+	r.nw = C.int(nw)
+	s.qio = make([]*C.struct_rr_qp_io, 0, spec.QPs)
+	byQP := make([]*C.struct_rr_qp_io, spec.QPs)
+	workers := unsafe.Slice(r.w, nw)
+	for t := range workers {
+		w := &workers[t]
+		w.role = C.int(s.role)
+		w.side = C.int(s.side)
+		w.cpu = -1
+		if len(spec.CPUs) > 0 {
+			w.cpu = C.int(spec.CPUs[(s.side*spec.Threads+t)%len(spec.CPUs)])
+		}
+		if spec.Mode == ModeEvent {
+			w.ch = e.chans[t%len(e.chans)]
+		}
+		if spec.Measure == MeasureLatency && s.role&RoleSend != 0 {
+			if p, err = c.calloc(C.RR_HIST_BUCKETS, 8); err != nil {
+				return nil, err
+			}
+			w.hist = (*C.uint64_t)(p)
+		}
+		var mine []int
+		for i := t; i < spec.QPs; i += spec.Threads {
+			mine = append(mine, i)
+		}
+		if p, err = c.calloc(uintptr(len(mine)), unsafe.Sizeof(C.struct_rr_qp_io{})); err != nil {
+			return nil, err
+		}
+		w.q = (*C.struct_rr_qp_io)(p)
+		w.nq = C.int(len(mine))
+		ios := unsafe.Slice(w.q, len(mine))
+		for k, i := range mine {
+			q := &ios[k]
+			q.qp = e.qps[i]
+			q.cq = e.cqs[i]
+			q.sbuf = (*C.uint8_t)(unsafe.Pointer(&e.sendArea(i)[0]))
+			q.rbuf = (*C.uint8_t)(unsafe.Pointer(&e.recvArea(i)[0]))
+			q.lkey = e.mr.lkey
+			q.raddr = C.uint64_t(peer.Addr + uint64(i)*peer.Stride)
+			q.rkey = C.uint32_t(peer.RKey)
+			q.recv_posted = C.uint64_t(e.recvLeft[i])
+			if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_send_wr{})); err != nil {
+				return nil, err
+			}
+			q.wrs = (*C.struct_ibv_send_wr)(p)
+			if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_sge{})); err != nil {
+				return nil, err
+			}
+			q.sges = (*C.struct_ibv_sge)(p)
+			byQP[i] = q
+		}
+		s.ws = append(s.ws, w)
+	}
+	for _, q := range byQP {
+		if q != nil {
+			s.qio = append(s.qio, q)
+		}
+	}
+	return c, nil
+}
+
+// error turns the first real failure of a worker into a typed error. A
+// worker that only stopped because another failed explains nothing.
+func (s *SideRun) error() error {
+	var w *C.struct_rr_worker
+	for _, x := range s.ws {
+		if x.fail != C.RR_OK && x.fail != C.RR_FAIL_STOPPED {
+			w = x
+			break
+		}
+	}
+	if w == nil {
+		return ErrStopped
+	}
+	dev := s.e.cfg.Device
+	switch w.fail {
+	case C.RR_FAIL_POST:
+		return &VerbsError{Op: "ibv_post_send/recv", Device: dev, Errno: syscall.Errno(w.err_errno)}
+	case C.RR_FAIL_POLL:
+		return &VerbsError{Op: "ibv_poll_cq", Device: dev, Errno: syscall.Errno(w.err_errno)}
+	case C.RR_FAIL_EVENT:
+		return &VerbsError{Op: "completion channel", Device: dev, Errno: syscall.Errno(w.err_errno)}
+	case C.RR_FAIL_THREAD:
+		return fmt.Errorf("rdma: starting or pinning a worker thread on %s: %w (is the CPU list valid?)", dev, syscall.Errno(w.err_errno))
+	case C.RR_FAIL_VALIDATE:
+		return &ValidationError{Op: s.spec.Op, QP: -1, What: fmt.Sprintf("%s returned a value other than the one the target word held, at iteration %d", s.spec.Op, uint64(w.fail_iter))}
+	case C.RR_FAIL_WC:
+		return &CompletionError{
+			Status:      WCStatus(w.wc_status),
+			Description: C.GoString(C.ibv_wc_status_str(uint32(w.wc_status))),
+			VendorErr:   uint32(w.vendor_err),
+			Opcode:      int(w.wc_opcode),
+			QPN:         uint32(w.wc_qpn),
+			Device:      dev,
+			Iteration:   uint64(w.fail_iter),
+		}
+	case C.RR_FAIL_STALL:
+		what := map[C.int]string{
+			C.RR_WAIT_PEER_DATA: "the peer's write to arrive",
+			C.RR_WAIT_SEND_COMP: "send completions",
+			C.RR_WAIT_RECV_COMP: "a receive completion (the peer's message)",
+		}[C.int(w.waiting)]
+		return &StallError{Waited: time.Duration(s.spec.StallTimeout), Waiting: what, Device: dev, Iteration: uint64(w.fail_iter)}
+	}
+	return fmt.Errorf("rdma: run failed with unknown code %d", int(w.fail))
+}

@@ -1,0 +1,341 @@
+//go:build linux && cgo && !nordma
+
+package rdma
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Endpoint owns a device context, a PD, a registered buffer off the Go
+// heap, and N QPs, each with its own CQ and buffer slot (a send area and a
+// receive area). In event mode the CQs report to completion channels.
+// Close frees everything in the order the verbs API requires.
+type Endpoint struct {
+	cfg    EndpointConfig
+	port   Port
+	gid    GID
+	psns   []uint32
+	inline int
+	slot   int // bytes per area; a QP's slot holds two
+	ctx    *C.struct_ibv_context
+	pd     *C.struct_ibv_pd
+	chans  []*C.struct_ibv_comp_channel
+	cqs    []*C.struct_ibv_cq
+	qps    []*C.struct_ibv_qp
+	mr     *C.struct_ibv_mr
+	mem    []byte // mmap'ed: registered memory must not move, so it is never Go heap
+	attrs  QPAttrs
+	closed bool
+	ready  bool
+	// recvLeft counts, per QP, the receives a finished run left posted;
+	// the next run on the same QPs tops up to its rx_depth from there.
+	recvLeft []uint64
+}
+
+const accessAll = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_WRITE | C.IBV_ACCESS_REMOTE_READ | C.IBV_ACCESS_REMOTE_ATOMIC
+
+// NewEndpoint opens the device and creates the PD, buffer, MR, channels,
+// CQs and QPs (in INIT). On error everything created so far is freed.
+func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	dev, err := findDevice(cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	port, err := dev.Port(cfg.Port)
+	if err != nil {
+		return nil, err
+	}
+	if port.State != "ACTIVE" {
+		return nil, &PortDownError{Device: cfg.Device, Port: cfg.Port, State: port.State}
+	}
+	gid, err := port.SelectGID(cfg.GIDIndex)
+	if err != nil {
+		return nil, fmt.Errorf("rdma: %s: %w", cfg.Device, err)
+	}
+	e := &Endpoint{cfg: cfg, port: *port, gid: gid, slot: (cfg.MaxMessage + 63) &^ 63}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	if e.ctx, err = openContext(cfg.Device); err != nil {
+		return nil, err
+	}
+	if e.pd, err = C.ibv_alloc_pd(e.ctx); e.pd == nil {
+		return nil, verbsErr("ibv_alloc_pd", cfg.Device, err)
+	}
+	size := bufferBytes(2 * e.slot * cfg.QPs)
+	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
+	if cfg.Hugepages {
+		// Huge pages cut the NIC's address-translation misses on large
+		// buffers; the kernel needs them reserved beforehand.
+		size = (size + hugePage - 1) / hugePage * hugePage
+		flags |= unix.MAP_HUGETLB
+	}
+	e.mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		e.mem = nil
+		if cfg.Hugepages {
+			return nil, fmt.Errorf("rdma: mmap of %d bytes of huge pages: %w (reserve them first: echo %d > /proc/sys/vm/nr_hugepages)", size, err, size/hugePage)
+		}
+		return nil, fmt.Errorf("rdma: mmap of %d bytes: %w", size, err)
+	}
+	if e.mr, err = C.rr_reg_mr(e.pd, unsafe.Pointer(&e.mem[0]), C.size_t(len(e.mem)), accessAll); e.mr == nil {
+		return nil, verbsErr("ibv_reg_mr", cfg.Device, err)
+	}
+	for range cfg.Channels {
+		ch, err := C.ibv_create_comp_channel(e.ctx)
+		if ch == nil {
+			return nil, verbsErr("ibv_create_comp_channel", cfg.Device, err)
+		}
+		e.chans = append(e.chans, ch)
+	}
+	uc := C.int(0)
+	if cfg.QPType == UC {
+		uc = 1
+	}
+	e.inline = cfg.MaxInline
+	for i := range cfg.QPs {
+		var ch *C.struct_ibv_comp_channel
+		if len(e.chans) > 0 {
+			ch = e.chans[i%len(e.chans)]
+		}
+		cq, err := C.ibv_create_cq(e.ctx, C.int(cfg.SQDepth+cfg.RQDepth+16), nil, ch, 0)
+		if cq == nil {
+			return nil, verbsErr("ibv_create_cq", cfg.Device, err)
+		}
+		e.cqs = append(e.cqs, cq)
+		var gotInline C.uint32_t
+		qp, err := C.rr_create_qp(e.pd, cq, uc, C.uint32_t(cfg.SQDepth), C.uint32_t(cfg.RQDepth), C.uint32_t(cfg.MaxInline), &gotInline)
+		if qp == nil {
+			return nil, verbsErr("ibv_create_qp", cfg.Device, err)
+		}
+		e.qps = append(e.qps, qp)
+		// Drivers may round the inline size up; post inline only what
+		// was asked for.
+		e.inline = min(e.inline, int(gotInline))
+		if rc := C.rr_qp_to_init(qp, C.uint8_t(cfg.Port), accessAll); rc != 0 {
+			return nil, rcErr("ibv_modify_qp(INIT)", cfg.Device, rc)
+		}
+		e.psns = append(e.psns, randomPSN())
+	}
+	e.recvLeft = make([]uint64, cfg.QPs)
+	return e, nil
+}
+
+// hugePage is the default huge page size on x86-64 and arm64.
+const hugePage = 2 << 20
+
+// bufferBytes rounds n up to whole pages.
+func bufferBytes(n int) int {
+	page := unix.Getpagesize()
+	return (n + page - 1) / page * page
+}
+
+func randomPSN() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint32(b[:]) & 0xffffff
+}
+
+// Info describes the endpoint to its peer.
+func (e *Endpoint) Info() EndpointInfo {
+	qpns := make([]uint32, len(e.qps))
+	for i, qp := range e.qps {
+		qpns[i] = uint32(qp.qp_num)
+	}
+	return EndpointInfo{
+		Device:    e.cfg.Device,
+		Port:      e.cfg.Port,
+		QPNs:      qpns,
+		PSNs:      e.psns,
+		LID:       e.port.LID,
+		GID:       e.gid.GID,
+		GIDIndex:  e.gid.Index,
+		GIDType:   e.gid.Type,
+		LinkLayer: e.port.LinkLayer,
+		RKey:      uint32(e.mr.rkey),
+		Addr:      uint64(uintptr(unsafe.Pointer(&e.mem[0]))) + uint64(e.slot),
+		Stride:    uint64(2 * e.slot),
+		ActiveMTU: e.port.ActiveMTU,
+		MaxInline: e.inline,
+	}
+}
+
+// sendArea is QP i's send area: where its writes and sends leave from,
+// and where reads and atomics return their data... for atomics, the
+// fetched word. Valid until Close.
+func (e *Endpoint) sendArea(i int) []byte {
+	off := 2 * e.slot * i
+	return e.mem[off : off+e.cfg.MaxMessage]
+}
+
+// recvArea is QP i's receive area: where the peer's writes and sends
+// land, and what the peer's reads and atomics target.
+func (e *Endpoint) recvArea(i int) []byte {
+	off := 2*e.slot*i + e.slot
+	return e.mem[off : off+e.cfg.MaxMessage]
+}
+
+// Connect moves every QP through RTR to RTS towards the peer's QP of the
+// same index. The path MTU is the smaller of both ends' active MTUs
+// unless attrs names one.
+func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
+	if err := attrs.Validate(); err != nil {
+		return err
+	}
+	a := attrs
+	if len(remote.QPNs) != len(e.qps) || len(remote.PSNs) != len(e.qps) {
+		return fmt.Errorf("rdma: the peer %s has %d QPs, %s has %d", remote.Device, len(remote.QPNs), e.cfg.Device, len(e.qps))
+	}
+	if remote.LinkLayer != e.port.LinkLayer {
+		return fmt.Errorf("rdma: link layers differ: %s is %s, the peer %s is %s", e.cfg.Device, e.port.LinkLayer, remote.Device, remote.LinkLayer)
+	}
+	if e.port.LinkLayer == "Ethernet" && remote.GIDType != e.gid.Type {
+		return fmt.Errorf("rdma: GID types differ: %s uses %s (index %d), the peer %s uses %s (index %d); choose GID indexes of one type on both ends",
+			e.cfg.Device, e.gid.Type, e.gid.Index, remote.Device, remote.GIDType, remote.GIDIndex)
+	}
+	if a.MTU == 0 {
+		a.MTU = min(e.port.ActiveMTU, remote.ActiveMTU)
+	}
+	mtu, err := MTUEnum(a.MTU)
+	if err != nil {
+		return err
+	}
+	for i, qp := range e.qps {
+		c := C.struct_rr_conn{
+			dest_qpn:           C.uint32_t(remote.QPNs[i]),
+			rq_psn:             C.uint32_t(remote.PSNs[i]),
+			sq_psn:             C.uint32_t(e.psns[i]),
+			dlid:               C.uint16_t(remote.LID),
+			port:               C.uint8_t(e.cfg.Port),
+			mtu:                C.uint8_t(mtu),
+			sgid_index:         C.uint8_t(e.gid.Index),
+			hop_limit:          C.uint8_t(a.HopLimit),
+			traffic_class:      C.uint8_t(a.TrafficClass),
+			sl:                 C.uint8_t(a.SL),
+			timeout:            C.uint8_t(a.Timeout),
+			retry_cnt:          C.uint8_t(a.RetryCnt),
+			rnr_retry:          C.uint8_t(a.RNRRetry),
+			min_rnr_timer:      C.uint8_t(a.MinRNRTimer),
+			max_rd_atomic:      C.uint8_t(a.MaxRdAtomic),
+			max_dest_rd_atomic: C.uint8_t(a.MaxRdAtomic),
+		}
+		if e.cfg.QPType == UC {
+			c.uc = 1
+		}
+		// RoCE always routes by GID; InfiniBand only needs the GRH across subnets.
+		if e.port.LinkLayer == "Ethernet" {
+			c.is_global = 1
+			gid := net.IP(remote.GID).To16()
+			if gid == nil {
+				return fmt.Errorf("rdma: the peer %s sent no GID", remote.Device)
+			}
+			for j := range 16 {
+				c.dgid[j] = C.uint8_t(gid[j])
+			}
+		}
+		if rc := C.rr_qp_to_rtr(qp, &c); rc != 0 {
+			return rcErr("ibv_modify_qp(RTR)", e.cfg.Device, rc)
+		}
+		if rc := C.rr_qp_to_rts(qp, &c); rc != 0 {
+			return rcErr("ibv_modify_qp(RTS)", e.cfg.Device, rc)
+		}
+	}
+	if e.cfg.QPType == RC {
+		// What the driver holds, not what was asked: results record the
+		// attributes the QPs really use. UC keeps no timers or retries,
+		// so there only the request can be recorded.
+		if a, err = e.queryAttrs(a); err != nil {
+			return err
+		}
+	}
+	e.attrs = a
+	e.ready = true
+	return nil
+}
+
+// queryAttrs reads the first QP's attributes back from the driver over
+// asked (every QP of the endpoint is connected alike).
+func (e *Endpoint) queryAttrs(asked QPAttrs) (QPAttrs, error) {
+	var c C.struct_rr_conn
+	if rc := C.rr_qp_query(e.qps[0], &c); rc != 0 {
+		return asked, rcErr("ibv_query_qp", e.cfg.Device, rc)
+	}
+	return QPAttrs{
+		MTU: mtuBytes(int(c.mtu)), Timeout: int(c.timeout), RetryCnt: int(c.retry_cnt), RNRRetry: int(c.rnr_retry),
+		MinRNRTimer: int(c.min_rnr_timer), MaxRdAtomic: int(c.max_rd_atomic), SL: int(c.sl),
+		TrafficClass: int(c.traffic_class), HopLimit: int(c.hop_limit),
+	}, nil
+}
+
+// Attrs returns the QP attributes in force after Connect, path MTU
+// included, as the driver reports them.
+func (e *Endpoint) Attrs() QPAttrs { return e.attrs }
+
+// Fail moves every QP to the error state; tests use it to make a peer
+// stop answering.
+func (e *Endpoint) Fail() error {
+	var errs []error
+	for _, qp := range e.qps {
+		errs = append(errs, rcErr("ibv_modify_qp(ERR)", e.cfg.Device, C.rr_qp_to_err(qp)))
+	}
+	return errors.Join(errs...)
+}
+
+// Close frees the QPs, CQs, channels, MR, buffer, PD and context, in
+// that order. It is safe to call more than once, and on a partly built
+// endpoint.
+func (e *Endpoint) Close() error {
+	if e == nil || e.closed {
+		return nil
+	}
+	e.closed = true
+	var errs []error
+	for _, qp := range e.qps {
+		errs = append(errs, rcErr("ibv_destroy_qp", e.cfg.Device, C.ibv_destroy_qp(qp)))
+	}
+	e.qps = nil
+	for _, cq := range e.cqs {
+		errs = append(errs, rcErr("ibv_destroy_cq", e.cfg.Device, C.ibv_destroy_cq(cq)))
+	}
+	e.cqs = nil
+	for _, ch := range e.chans {
+		errs = append(errs, rcErr("ibv_destroy_comp_channel", e.cfg.Device, C.ibv_destroy_comp_channel(ch)))
+	}
+	e.chans = nil
+	if e.mr != nil {
+		errs = append(errs, rcErr("ibv_dereg_mr", e.cfg.Device, C.ibv_dereg_mr(e.mr)))
+		e.mr = nil
+	}
+	if e.mem != nil {
+		errs = append(errs, unix.Munmap(e.mem))
+		e.mem = nil
+	}
+	if e.pd != nil {
+		errs = append(errs, rcErr("ibv_dealloc_pd", e.cfg.Device, C.ibv_dealloc_pd(e.pd)))
+		e.pd = nil
+	}
+	if e.ctx != nil {
+		errs = append(errs, rcErr("ibv_close_device", e.cfg.Device, C.ibv_close_device(e.ctx)))
+		e.ctx = nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,123 @@
+package rdma
+
+import (
+	"time"
+
+	"github.com/rdmarun/rdmarun/portstats"
+)
+
+// QPCounts is what one QP of one side did. Times are that host's
+// monotonic clock in nanoseconds: only differences on one side mean
+// anything.
+type QPCounts struct {
+	Posted    uint64 `json:"posted"`
+	Completed uint64 `json:"completed"`
+	Received  uint64 `json:"received"`
+	FirstPost int64  `json:"first_post_ns,omitempty"`
+	LastComp  int64  `json:"last_completion_ns,omitempty"`
+	FirstRecv int64  `json:"first_recv_ns,omitempty"`
+	LastRecv  int64  `json:"last_recv_ns,omitempty"`
+}
+
+// SideResult is one side's share of a result. A remote responder sends
+// its SideResult back to the client.
+type SideResult struct {
+	Device   string           `json:"device"`
+	Role     Role             `json:"role"`
+	QPs      []QPCounts       `json:"qps"`
+	Events   uint64           `json:"events,omitempty"`
+	Begin    int64            `json:"begin_ns,omitempty"` // measured part, this host's clock
+	End      int64            `json:"end_ns,omitempty"`
+	CPU      CPUUse           `json:"cpu"`
+	Counters portstats.Deltas `json:"counters"`
+	// Latency samples stay on the requester's side.
+	lat  moments
+	hist []uint64
+}
+
+// CPUUse is the CPU time the process used while a side ran (all its
+// threads: in loopback both sides share one process).
+type CPUUse struct {
+	UserNs int64 `json:"user_ns"`
+	SysNs  int64 `json:"sys_ns"`
+}
+
+// SideSummary is what a result says about each side besides the traffic.
+type SideSummary struct {
+	Device string `json:"device"`
+	CPU    CPUUse `json:"cpu"`
+	// CPUPerOpNs is the CPU time per round trip (latency) or per message
+	// sent and received (bandwidth).
+	CPUPerOpNs float64          `json:"cpu_per_op_ns"`
+	Counters   portstats.Deltas `json:"counters"`
+	Events     uint64           `json:"events,omitempty"`
+}
+
+// Assemble puts the two sides' shares together into the result.
+func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) *Result {
+	res := &Result{Spec: spec, Requester: reqInfo, Responder: respInfo, Events: req.Events + resp.Events}
+	if spec.Measure == MeasureLatency {
+		h := newHistogram()
+		addBuckets(h, req.hist)
+		rtt := summaryOf(req.lat, h)
+		res.Latency = &LatencyStats{RTT: rtt, Histogram: h}
+		for i, c := range req.hist {
+			if c > 0 {
+				res.Latency.Buckets = append(res.Latency.Buckets, Bucket{Ns: min(bucketValue(i), histMax), Count: c})
+			}
+		}
+		if spec.Op.OneWay() {
+			half := rtt.Half()
+			res.Latency.OneWay = &half
+		}
+		res.Elapsed = time.Duration(req.End - req.Begin)
+	} else {
+		bw := &BandwidthStats{PerQP: make([][]Direction, spec.QPs)}
+		for _, s := range []struct {
+			side     *SideResult
+			from, to string
+		}{{req, reqInfo.Device, respInfo.Device}, {resp, respInfo.Device, reqInfo.Device}} {
+			if s.side.Role&RoleSend == 0 {
+				continue
+			}
+			from, to := s.from, s.to
+			if spec.Op == OpRead {
+				from, to = to, from
+			}
+			var msgs uint64
+			var first, last int64
+			for i, q := range s.side.QPs {
+				if i < spec.QPs {
+					bw.PerQP[i] = append(bw.PerQP[i], newDirection(from, to, q.Completed, spec.Size, q.FirstPost, q.LastComp))
+				}
+				msgs += q.Completed
+				if first == 0 || (q.FirstPost != 0 && q.FirstPost < first) {
+					first = q.FirstPost
+				}
+				last = max(last, q.LastComp)
+			}
+			d := newDirection(from, to, msgs, spec.Size, first, last)
+			bw.Directions = append(bw.Directions, d)
+			res.Elapsed = max(res.Elapsed, time.Duration(last-first))
+		}
+		res.Bandwidth = bw
+	}
+	ops := func(s *SideResult) uint64 {
+		if spec.Measure == MeasureLatency {
+			return req.lat.n
+		}
+		var n uint64
+		for _, q := range s.QPs {
+			n += q.Completed + q.Received
+		}
+		return n
+	}
+	for _, s := range []*SideResult{req, resp} {
+		sum := SideSummary{Device: s.Device, CPU: s.CPU, Counters: s.Counters, Events: s.Events}
+		if n := ops(s); n > 0 {
+			sum.CPUPerOpNs = float64(s.CPU.UserNs+s.CPU.SysNs) / float64(n)
+		}
+		res.Sides = append(res.Sides, sum)
+	}
+	return res
+}

@@ -1,0 +1,270 @@
+//go:build linux && cgo && !nordma
+
+package rdma
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/rdmarun/rdmarun/portstats"
+	"golang.org/x/sys/unix"
+)
+
+// SideRun is one side of a test, prepared on its endpoint: its workers,
+// their QP views and histograms in C memory, and the counters and CPU time
+// taken around the run.
+type SideRun struct {
+	e      *Endpoint
+	spec   Test
+	side   int // 0 requester, 1 responder
+	role   Role
+	c      *cRun
+	ws     []*C.struct_rr_worker
+	qio    []*C.struct_rr_qp_io
+	before portstats.Counters
+	after  portstats.Counters
+	span   portstats.CPUSpan
+	cpu    portstats.CPUUsage
+	exited chan struct{}
+	// started is set by Start: a side prepared but never started (its
+	// peer went away between Prepare and Start) has no workers to wait
+	// for, and exited would never close.
+	started atomic.Bool
+	rc      C.int
+	ended   sync.Once
+	// sendersFinished is closed when every sender of this side has
+	// finished; the C side wakes it through an eventfd, so nothing polls.
+	sendersFinished chan struct{}
+	notify          *os.File
+}
+
+// watchSenders creates the eventfd the workers write when their sending
+// is done, and a goroutine that turns it into the sendersFinished channel.
+func (s *SideRun) watchSenders() error {
+	s.sendersFinished = make(chan struct{})
+	s.c.r.notify_fd = -1
+	if s.c.r.nsenders == 0 {
+		return nil
+	}
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("rdma: eventfd: %w", err)
+	}
+	s.notify = os.NewFile(uintptr(fd), "rdmarun-senders-finished")
+	s.c.r.notify_fd = C.int(fd)
+	go func() {
+		var b [8]byte
+		if _, err := s.notify.Read(b[:]); err == nil {
+			close(s.sendersFinished)
+		}
+	}()
+	return nil
+}
+
+// Prepare lays out one side of spec on the endpoint, fills its buffers and
+// posts its receives: after Prepare the peer may start sending. side is 0
+// for the requester, 1 for the responder.
+func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*SideRun, error) {
+	err := spec.Ready()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.fits(spec); err != nil {
+		return nil, err
+	}
+	if len(peer.QPNs) != spec.QPs {
+		return nil, fmt.Errorf("rdma: the peer has %d QPs, the test wants %d", len(peer.QPNs), spec.QPs)
+	}
+	s := &SideRun{e: e, spec: spec, side: side, role: role, exited: make(chan struct{})}
+	fillBuffers(spec, e, side)
+	if s.c, err = s.build(peer); err != nil {
+		return nil, err
+	}
+	if err := s.watchSenders(); err != nil {
+		s.c.free()
+		return nil, err
+	}
+	if C.rr_prepare(s.c.r) != 0 {
+		err := s.error()
+		s.c.free()
+		return nil, err
+	}
+	// Counters are best effort: a driver may lack them, and the test
+	// should not fail for it.
+	s.before, _ = portstats.Snapshot("", e.cfg.Device, e.cfg.Port)
+	return s, nil
+}
+
+// Start runs the workers in the background.
+func (s *SideRun) Start() {
+	if s.started.Swap(true) {
+		return
+	}
+	s.span = portstats.StartCPU()
+	go func() {
+		s.rc = C.rr_run_workers(s.c.r)
+		close(s.exited)
+	}()
+}
+
+// The two sides of a test coordinate through the methods below, over a
+// control channel (peer.relay) or in one process (link): each side learns
+// from the other when its senders are done and whether it failed.
+
+// SendersFinished is closed when every sender of this side has finished
+// its last operation. The caller passes this on to the other side at
+// once (see MarkPeerFinished), since that side's receivers and
+// responders cannot otherwise know when to stop. It is never closed for
+// a side without senders.
+func (s *SideRun) SendersFinished() <-chan struct{} { return s.sendersFinished }
+
+// MarkPeerFinished tells this side that every sender of the other side
+// has finished, or that the other side has exited: responders stop
+// waiting for more requests, receivers drain what is in flight and stop.
+// Calling it again changes nothing.
+func (s *SideRun) MarkPeerFinished() { C.rr_peer_done(s.c.r) }
+
+// Exited is closed when the workers have returned, successfully or not;
+// Result then no longer blocks. It is a channel so that callers can wait
+// for it together with the other side's news instead of blocking in
+// Result.
+func (s *SideRun) Exited() <-chan struct{} { return s.exited }
+
+// Failed reports whether the workers have exited with a failure (false
+// while they run), so that on Exited a caller can stop the other side
+// at once instead of letting it wait out its stall deadline.
+func (s *SideRun) Failed() bool {
+	select {
+	case <-s.exited:
+		return s.rc != 0
+	default:
+		return false
+	}
+}
+
+// HasWorkers reports whether this side runs threads of its own. A
+// passive side (the NIC answers reads, atomics and one-way writes alone)
+// does not: it exits at once, and its Exited says nothing about the test
+// being over.
+func (s *SideRun) HasWorkers() bool { return len(s.ws) > 0 }
+
+// Stop asks the workers to end now and returns without waiting for them
+// (Exited tells when they have); the side then fails with ErrStopped
+// unless it already failed otherwise. Callers stop a side when the other
+// side failed or went away, or when they give up on the test.
+func (s *SideRun) Stop() { C.rr_request_stop(s.c.r) }
+
+// Result waits for the workers and returns this side's share, or why it
+// failed.
+//
+// The counters and CPU time are read at the first call, not when the
+// workers return: a passive side (the NIC answers reads and one-way
+// writes alone) has no workers, and its share lasts until the peer is
+// done, which is when callers ask.
+func (s *SideRun) Result() (*SideResult, error) {
+	if !s.started.Load() {
+		return nil, errNotStarted
+	}
+	<-s.exited
+	s.ended.Do(func() {
+		s.cpu = s.span.Stop()
+		s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
+		// What the workers leave posted stays posted for the next run.
+		for i, q := range s.qio {
+			s.e.recvLeft[i] = uint64(q.recv_posted - q.received)
+		}
+	})
+	if s.rc != 0 {
+		return nil, s.error()
+	}
+	r := &SideResult{
+		Device:   s.e.cfg.Device,
+		Role:     s.role,
+		CPU:      CPUUse{UserNs: s.cpu.User.Nanoseconds(), SysNs: s.cpu.Sys.Nanoseconds()},
+		Counters: portstats.Delta(s.before, s.after).NonZero(),
+	}
+	r.lat.min = math.MaxUint64
+	for _, q := range s.qio {
+		r.QPs = append(r.QPs, QPCounts{
+			Posted: uint64(q.posted), Completed: uint64(q.completed), Received: uint64(q.received),
+			FirstPost: int64(q.t_first_post), LastComp: int64(q.t_last_comp),
+			FirstRecv: int64(q.t_first_recv), LastRecv: int64(q.t_last_recv),
+		})
+	}
+	for _, w := range s.ws {
+		r.Events += uint64(w.events)
+		if r.Begin == 0 || (w.t_begin != 0 && int64(w.t_begin) < r.Begin) {
+			r.Begin = int64(w.t_begin)
+		}
+		r.End = max(r.End, int64(w.t_end))
+		if w.hist == nil {
+			continue
+		}
+		if r.hist == nil {
+			r.hist = make([]uint64, C.RR_HIST_BUCKETS)
+		}
+		for i, c := range unsafe.Slice((*uint64)(unsafe.Pointer(w.hist)), C.RR_HIST_BUCKETS) {
+			r.hist[i] += c
+		}
+		r.lat.n += uint64(w.n)
+		r.lat.sum += uint64(w.sum)
+		r.lat.sumsq += float64(w.sumsq)
+		r.lat.min = min(r.lat.min, uint64(w.min))
+		r.lat.max = max(r.lat.max, uint64(w.max))
+	}
+	if s.spec.Validate {
+		if err := checkBuffers(s.spec, s.e, s.side, s.role); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// Close frees the side's C memory; it waits for the workers first.
+func (s *SideRun) Close() {
+	if s.c == nil {
+		return
+	}
+	if s.started.Load() {
+		s.Stop()
+		<-s.exited
+	}
+	if s.notify != nil {
+		s.notify.Close()
+	}
+	s.c.free()
+	s.c = nil
+}
+
+// errNotStarted is Result's answer for a side that never ran.
+var errNotStarted = errors.New("rdma: the test side was prepared but never started")
+
+// fits reports why the endpoint cannot run spec, or nil.
+func (e *Endpoint) fits(spec Test) error {
+	switch {
+	case !e.ready:
+		return fmt.Errorf("rdma: %s is not connected", e.cfg.Device)
+	case len(e.qps) != spec.QPs:
+		return fmt.Errorf("rdma: %s has %d QPs, the test wants %d", e.cfg.Device, len(e.qps), spec.QPs)
+	case e.cfg.QPType != spec.QPType:
+		return fmt.Errorf("rdma: %s has %s QPs, the test wants %s", e.cfg.Device, e.cfg.QPType, spec.QPType)
+	case e.cfg.MaxMessage < spec.Size:
+		return fmt.Errorf("rdma: %s's buffers hold %d bytes, the test sends %d", e.cfg.Device, e.cfg.MaxMessage, spec.Size)
+	case spec.Mode == ModeEvent && len(e.chans) < spec.Threads:
+		return fmt.Errorf("rdma: %s has %d completion channels, event mode with %d threads needs one each", e.cfg.Device, len(e.chans), spec.Threads)
+	case e.cfg.SQDepth < spec.TxDepth || e.cfg.RQDepth < spec.RxDepth:
+		return fmt.Errorf("rdma: %s's queues (%d send, %d receive) are smaller than tx_depth %d, rx_depth %d", e.cfg.Device, e.cfg.SQDepth, e.cfg.RQDepth, spec.TxDepth, spec.RxDepth)
+	}
+	return nil
+}
