@@ -4,9 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,109 +123,4 @@ func TestSnapshotMissingPort(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestSnapshotPortNotDirectory(t *testing.T) {
-	_, err := Snapshot("testdata/odd", "bad0", 3)
-	want := "portstats: testdata/odd/bad0/ports/3 is not a directory; run `rdmarun devices` to list RDMA devices and their ports"
-	if err == nil || err.Error() != want {
-		t.Errorf("error:\n got %v\nwant %s", err, want)
-	}
-}
-
-// failingFS answers reads of the named files with err, as drivers do for
-// counters they list but do not implement.
-type failingFS struct {
-	fs.FS
-	fail map[string]error
-}
-
-func (f failingFS) ReadFile(name string) ([]byte, error) {
-	if err, ok := f.fail[name]; ok {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
-	}
-	return fs.ReadFile(f.FS, name)
-}
-
-func TestSnapshotSkips(t *testing.T) {
-	fsys := failingFS{
-		FS: os.DirFS("testdata/odd"),
-		fail: map[string]error{
-			"bad0/ports/1/hw_counters/unsupported_stat": errors.New("operation not supported"),
-		},
-	}
-	c, err := snapshot(fsys, "testdata/odd", "bad0", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantSkipped := []string{"counters/VL15_dropped", "counters/port_rcv_errors", "hw_counters/unsupported_stat"}
-	if !slices.Equal(c.Skipped, wantSkipped) {
-		t.Errorf("Skipped = %q, want %q", c.Skipped, wantSkipped)
-	}
-	// Whitespace around a value is the file's formatting, not an error;
-	// the nested directory is not a counter.
-	if want := map[string]uint64{"port_xmit_data": 42}; !maps.Equal(c.Counters, want) {
-		t.Errorf("Counters = %v, want %v", c.Counters, want)
-	}
-	if want := map[string]uint64{"lifespan": 10, "rdma_sends": 7}; !maps.Equal(c.HWCounters, want) {
-		t.Errorf("HWCounters = %v, want %v", c.HWCounters, want)
-	}
-}
-
-func TestParseValue(t *testing.T) {
-	tests := []struct {
-		in     string
-		want   uint64
-		wantOK bool
-	}{
-		{"0\n", 0, true},
-		{"120034\n", 120034, true},
-		{"  42 \n", 42, true},
-		{"\t7\r\n", 7, true},
-		{"18446744073709551615\n", 1<<64 - 1, true},
-		{"18446744073709551616\n", 0, false},
-		{"", 0, false},
-		{"\n", 0, false},
-		{"N/A\n", 0, false},
-		{"-1\n", 0, false},
-		{"+1\n", 0, false},
-		{"0x10\n", 0, false},
-		{"1_000\n", 0, false},
-		{"12 34\n", 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(strconv.Quote(tt.in), func(t *testing.T) {
-			got, err := parseValue(tt.in)
-			if (err == nil) != tt.wantOK || got != tt.want {
-				t.Errorf("parseValue(%q) = %d, %v; want %d, ok %v", tt.in, got, err, tt.want, tt.wantOK)
-			}
-		})
-	}
-}
-
-func FuzzParseValue(f *testing.F) {
-	for _, s := range []string{"0\n", "120034\n", "  42 \n", "N/A\n", "", "-1", "18446744073709551616", "007"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		v, err := parseValue(s)
-		if err != nil {
-			if v != 0 {
-				t.Errorf("parseValue(%q) = %d with error %v", s, v, err)
-			}
-			return
-		}
-		// Anything accepted is a run of decimal digits inside whitespace
-		// that means the number it printed back as.
-		trimmed := strings.TrimSpace(s)
-		if strings.TrimLeft(trimmed, "0123456789") != "" {
-			t.Errorf("parseValue(%q) accepted non-digits", s)
-		}
-		if strings.TrimLeft(trimmed, "0") != strings.TrimLeft(strconv.FormatUint(v, 10), "0") {
-			t.Errorf("parseValue(%q) = %d", s, v)
-		}
-		if again, err := parseValue(" " + s + "\n"); err != nil || again != v {
-			t.Errorf("parseValue with extra whitespace = %d, %v; want %d", again, err, v)
-		}
-	})
 }

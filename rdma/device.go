@@ -4,16 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-)
 
-// SysfsRoot is where the kernel's RDMA device tree is read from. Tests
-// point it at testdata fixtures.
-const SysfsRoot = "/sys/class/infiniband"
+	"github.com/rdmarun/rdmarun/sysfs"
+)
 
 // GIDType is the kind of a GID table entry.
 type GIDType string
@@ -176,38 +171,17 @@ func (p *Port) gidIndexList() string {
 	return strings.Join(s, ", ")
 }
 
-// ReadSysfsDevices reads every device under root (normally SysfsRoot).
-// The active MTU is not in sysfs; the verbs build fills it in.
+// ReadSysfsDevices lists every device under root (normally sysfs.Root)
+// with the GID tables sysfs holds. The active MTU is not in sysfs; the
+// verbs build fills it in.
 func ReadSysfsDevices(root string) ([]Device, error) {
-	return readSysfsDevices(root, true)
-}
-
-// sysfsDeviceNames lists the device directories under root; none when
-// root does not exist, as on a host without RDMA.
-func sysfsDeviceNames(root string) ([]string, error) {
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	sds, err := sysfs.ReadDevices(root, sysfs.Attributes|sysfs.GIDs)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-func readSysfsDevices(root string, withGIDs bool) ([]Device, error) {
-	names, err := sysfsDeviceNames(root)
-	if err != nil {
-		return nil, err
-	}
-	var devs []Device
-	for _, name := range names {
-		d, err := readSysfsDevice(filepath.Join(root, name), withGIDs)
+	devs := make([]Device, 0, len(sds))
+	for _, sd := range sds {
+		d, err := deviceFromSysfs(sd)
 		if err != nil {
 			return nil, err
 		}
@@ -216,132 +190,73 @@ func readSysfsDevices(root string, withGIDs bool) ([]Device, error) {
 	return devs, nil
 }
 
-// readSysfsDevice reads one device. Reading the GID table through sysfs
-// costs a few file reads per slot, and ports have up to 1024 slots
-// (seconds under emulation); the verbs build reads it with one call
-// instead and passes withGIDs false.
-func readSysfsDevice(dir string, withGIDs bool) (Device, error) {
+// readSysfsDevice reads the device called name under sysfs.Root. The
+// verbs build reads the GID table with one verbs call instead of a few
+// file reads per slot, and so passes withGIDs false.
+func readSysfsDevice(name string, withGIDs bool) (Device, error) {
+	parts := sysfs.Attributes
+	if withGIDs {
+		parts |= sysfs.GIDs
+	}
+	return deviceFromSysfs(sysfs.ReadDevice(sysfs.Root, name, parts))
+}
+
+// deviceFromSysfs takes the device as sysfs shows it. A device whose
+// ports cannot be listed, or whose GID table cannot be read, is an error:
+// the verbs core could not choose a port or GID on it. Any other file
+// that could not be read leaves its field empty.
+func deviceFromSysfs(sd sysfs.Device) (Device, error) {
 	d := Device{
-		Name:     filepath.Base(dir),
-		NodeGUID: readTrim(dir, "node_guid"),
-		NodeType: readTrim(dir, "node_type"),
-		FWVer:    readTrim(dir, "fw_ver"),
-		Parent:   readTrim(dir, "parent"),
+		Name:     sd.Name,
+		Driver:   sd.Driver,
+		Parent:   sd.Parent,
+		NodeGUID: sd.NodeGUID,
+		NodeType: sd.NodeType,
+		FWVer:    sd.FWVer,
 	}
-	if target, err := os.Readlink(filepath.Join(dir, "device", "driver")); err == nil {
-		d.Driver = filepath.Base(target)
-	} else if d.Parent != "" && strings.HasPrefix(d.Name, "rxe") {
-		// Soft-RoCE devices have no bus device, so no driver link.
-		d.Driver = "rdma_rxe"
-	}
-	ports, err := os.ReadDir(filepath.Join(dir, "ports"))
-	if err != nil {
-		return d, fmt.Errorf("reading ports of %s: %w", d.Name, err)
-	}
-	for _, pe := range ports {
-		n, err := strconv.Atoi(pe.Name())
-		if err != nil {
-			continue
+	for _, e := range sd.Errors {
+		if e.Path == "ports" {
+			return d, fmt.Errorf("reading ports of %s: %w", d.Name, e.Err)
 		}
-		p, err := readSysfsPort(filepath.Join(dir, "ports", pe.Name()), n, withGIDs)
-		if err != nil {
-			return d, fmt.Errorf("reading %s port %d: %w", d.Name, n, err)
+	}
+	for _, sp := range sd.Ports {
+		if err := sp.Err("gids"); err != nil {
+			return d, fmt.Errorf("reading %s port %d: %w", d.Name, sp.Num, errors.Unwrap(err))
+		}
+		p := Port{
+			Num:       sp.Num,
+			State:     sp.State.Name,
+			PhysState: sp.PhysState.Name,
+			LinkLayer: sp.LinkLayer,
+			RateGbps:  sp.RateGbps,
+			RateText:  sp.RateText,
+			LID:       sp.LID,
+			GIDs:      make([]GID, 0, len(sp.GIDs)),
+		}
+		for _, g := range sp.GIDs {
+			p.GIDs = append(p.GIDs, GID{
+				Index:  g.Index,
+				GID:    GIDAddr(g.GID),
+				Type:   gidType(g.RoCEv2, p.LinkLayer),
+				Netdev: g.Netdev,
+			})
 		}
 		d.Ports = append(d.Ports, p)
 	}
-	sort.Slice(d.Ports, func(i, j int) bool { return d.Ports[i].Num < d.Ports[j].Num })
 	return d, nil
 }
 
-func readSysfsPort(dir string, num int, withGIDs bool) (Port, error) {
-	p := Port{
-		Num:       num,
-		GIDs:      []GID{},
-		State:     stripEnumPrefix(readTrim(dir, "state")),
-		PhysState: stripEnumPrefix(readTrim(dir, "phys_state")),
-		LinkLayer: readTrim(dir, "link_layer"),
-		RateText:  readTrim(dir, "rate"),
-	}
-	p.RateGbps = parseRate(p.RateText)
-	if lid, err := strconv.ParseUint(strings.TrimPrefix(readTrim(dir, "lid"), "0x"), 16, 16); err == nil {
-		p.LID = uint16(lid)
-	}
-	if !withGIDs {
-		return p, nil
-	}
-	gids, err := os.ReadDir(filepath.Join(dir, "gids"))
-	if err != nil {
-		return p, err
-	}
-	idx := make([]int, 0, len(gids))
-	for _, g := range gids {
-		if n, err := strconv.Atoi(g.Name()); err == nil {
-			idx = append(idx, n)
-		}
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		name := strconv.Itoa(i)
-		raw, err := os.ReadFile(filepath.Join(dir, "gids", name))
-		if err != nil {
-			continue // the kernel answers EINVAL for some empty slots
-		}
-		ip := net.ParseIP(strings.TrimSpace(string(raw)))
-		if ip == nil || ip.IsUnspecified() {
-			continue
-		}
-		typ := readTrim(dir, "gid_attrs", "types", name)
-		if typ == "" {
-			continue // empty slot: the attribute read fails with EINVAL
-		}
-		p.GIDs = append(p.GIDs, GID{
-			Index:  i,
-			GID:    GIDAddr(ip.To16()),
-			Type:   gidTypeFromSysfs(typ, p.LinkLayer),
-			Netdev: readTrim(dir, "gid_attrs", "ndevs", name),
-		})
-	}
-	return p, nil
-}
-
-func gidTypeFromSysfs(s, linkLayer string) GIDType {
+// gidType names a GID table entry: sysfs calls InfiniBand and RoCE v1
+// entries alike, and the port's link layer tells them apart.
+func gidType(roceV2 bool, linkLayer string) GIDType {
 	switch {
-	case strings.Contains(s, "v2"):
+	case roceV2:
 		return GIDTypeRoCEv2
 	case linkLayer == "InfiniBand":
 		return GIDTypeIB
 	default:
 		return GIDTypeRoCEv1
 	}
-}
-
-// stripEnumPrefix turns the kernel's "4: ACTIVE" into "ACTIVE".
-func stripEnumPrefix(s string) string {
-	if i := strings.Index(s, ": "); i >= 0 {
-		return s[i+2:]
-	}
-	return s
-}
-
-// parseRate reads the kernel's "100 Gb/sec (4X EDR)" or "2.5 Gb/sec (1X SDR)".
-func parseRate(s string) float64 {
-	f := strings.Fields(s)
-	if len(f) < 2 || f[1] != "Gb/sec" {
-		return 0
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return 0
-	}
-	return v
-}
-
-func readTrim(parts ...string) string {
-	b, err := os.ReadFile(filepath.Join(parts...))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // mtuBytes converts the verbs MTU enum (1..5) to bytes.

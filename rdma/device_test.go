@@ -82,21 +82,6 @@ func TestDevicePortMissing(t *testing.T) {
 	}
 }
 
-func TestParseRate(t *testing.T) {
-	for in, want := range map[string]float64{
-		"10 Gb/sec (1X QDR)":   10,
-		"2.5 Gb/sec (1X SDR)":  2.5,
-		"400 Gb/sec (4X NDR)":  400,
-		"":                     0,
-		"fast":                 0,
-		"10 Mb/sec (1X weird)": 0,
-	} {
-		if got := parseRate(in); got != want {
-			t.Errorf("parseRate(%q) = %v, want %v", in, got, want)
-		}
-	}
-}
-
 func TestMTU(t *testing.T) {
 	for e, b := range map[int]int{1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096} {
 		if mtuBytes(e) != b {

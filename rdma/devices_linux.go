@@ -16,12 +16,14 @@ import (
 	"sort"
 	"syscall"
 	"unsafe"
+
+	"github.com/rdmarun/rdmarun/sysfs"
 )
 
 // Devices lists the RDMA devices libibverbs sees, with the kernel's view
 // of their ports and the active MTU and GID table that verbs gives.
 func Devices() ([]Device, error) {
-	names, err := sysfsDeviceNames(SysfsRoot)
+	names, err := sysfs.DeviceNames(sysfs.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -37,8 +39,7 @@ func Devices() ([]Device, error) {
 }
 
 func readDevice(name string) (Device, error) {
-	dir := filepath.Join(SysfsRoot, name)
-	d, err := readSysfsDevice(dir, false)
+	d, err := readSysfsDevice(name, false)
 	if err != nil {
 		return d, err
 	}
@@ -60,7 +61,7 @@ func readDevice(name string) (Device, error) {
 	}
 	if err := queryGIDs(ctx, &d, tableLen); err != nil {
 		// Kernels without the GID table ioctl still have sysfs.
-		return readSysfsDevice(dir, true)
+		return readSysfsDevice(name, true)
 	}
 	return d, nil
 }
@@ -111,8 +112,8 @@ func queryGIDs(ctx *C.struct_ibv_context, d *Device, tableLen int) error {
 }
 
 func findDevice(name string) (*Device, error) {
-	if _, err := os.Stat(filepath.Join(SysfsRoot, name)); err != nil {
-		names, _ := sysfsDeviceNames(SysfsRoot)
+	if _, err := os.Stat(filepath.Join(sysfs.Root, name)); err != nil {
+		names, _ := sysfs.DeviceNames(sysfs.Root)
 		if len(names) == 0 {
 			return nil, ErrNoDevice
 		}

@@ -39,6 +39,7 @@ import (
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/sysfs"
 	"github.com/rdmarun/rdmarun/units"
 )
 
@@ -85,7 +86,7 @@ func run(args []string) int {
 	app := kingpin.New("rdma_exporter", "Probes RDMA peers continuously and exports latency, bandwidth, errors and port counters.")
 	configFile := app.Flag("config.file", "Configuration file.").Default("rdma_exporter.yml").String()
 	configCheck := app.Flag("config.check", "Check the configuration file and exit.").Bool()
-	sysfsRoot := app.Flag("sysfs.root", "Where the kernel's RDMA devices are.").Default(rdma.SysfsRoot).String()
+	sysfsRoot := app.Flag("sysfs.root", "Where the kernel's RDMA devices are.").Default(sysfs.Root).String()
 	device := app.Flag("device", "Local RDMA device to probe from (default: the responder's device, else the first ACTIVE one).").String()
 	webFlags := kingpinflag.AddFlags(app, ":9879")
 	logConfig := &promslog.Config{}

@@ -27,30 +27,6 @@ func TestPortCollectorExposition(t *testing.T) {
 	}
 }
 
-// TestProcfsMountPoint: --sysfs.root names the infiniband class directory,
-// procfs wants the sysfs mount point above it; any other root (a fixture
-// tree) has none, and the own reader reads it alone.
-func TestProcfsMountPoint(t *testing.T) {
-	for root, want := range map[string]string{
-		"/sys/class/infiniband":        "/sys",
-		"/sys/class/infiniband/":       "/sys",
-		"/host/sys/class/infiniband":   "/host/sys",
-		"/class/infiniband":            "/",
-		"class/infiniband":             ".",
-		"x/../sys/class/infiniband":    "sys",
-		"testdata/sysfs":               "",
-		"/sys/class/infiniband/mlx5_0": "",
-		"/sys/infiniband":              "",
-		"infiniband":                   "",
-		"/":                            "",
-	} {
-		got, ok := procfsMountPoint(root)
-		if got != want || ok != (want != "") {
-			t.Errorf("procfsMountPoint(%q) = %q, %v; want %q", root, got, ok, want)
-		}
-	}
-}
-
 func TestPortCollectorErrorCount(t *testing.T) {
 	for tree, want := range map[string]float64{
 		"sysfs": 0,

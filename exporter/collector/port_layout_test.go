@@ -1,27 +1,23 @@
 package collector
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rdmarun/rdmarun/internal/golden"
 )
 
-// The fixture trees hold device directories directly, so over them the
-// collector uses its own reader alone. These tests put the same devices
-// under a .../class/infiniband directory, where procfs reads them.
+// The fixture trees hold device directories directly. These tests put the
+// same devices under a .../class/infiniband directory as the kernel lays
+// it out, one symlink per device.
 
-// classRoot builds <tmp>/sys/class/infiniband as the kernel lays it out,
-// one symlink per device, here pointing at fixture device directories
-// (devices maps a device name to its directory). It returns the class
-// directory, the --sysfs.root that makes the collector use procfs.
+// classRoot builds <tmp>/sys/class/infiniband, one symlink per device,
+// here pointing at fixture device directories (devices maps a device name
+// to its directory). It returns the class directory, a --sysfs.root.
 func classRoot(t *testing.T, devices map[string]string) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "sys", "class", "infiniband")
@@ -54,79 +50,27 @@ func treeDevices(t *testing.T, tree string) map[string]string {
 	return out
 }
 
-// fallbackLog is a slog.Handler noting the devices the collector read
-// without procfs.
-type fallbackLog struct {
-	mu      sync.Mutex
-	devices []string
-}
-
-func (l *fallbackLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *fallbackLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *fallbackLog) WithGroup(string) slog.Handler            { return l }
-
-func (l *fallbackLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != procfsFallbackMsg {
-		return nil
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "device" {
-			l.mu.Lock()
-			l.devices = append(l.devices, a.Value.String())
-			l.mu.Unlock()
-		}
-		return true
-	})
-	return nil
-}
-
-func (l *fallbackLog) fellBack() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Sorted(slices.Values(l.devices))
-}
-
-// procfsCollector returns a collector over a class directory, and the log
-// of its fallbacks; it fails t if procfs would not be used at all.
-func procfsCollector(t *testing.T, root string) (*PortCollector, *fallbackLog) {
-	t.Helper()
-	log := &fallbackLog{}
-	c := NewPortCollector(root, slog.New(log))
-	if c.mount == "" {
-		t.Fatalf("no procfs mount point derived from %s", root)
-	}
-	return c, log
-}
-
-// TestProcfsExposition reads each fixture through procfs and pins it to the
-// same golden file as the own reader: a port reads the same either way.
-// Every "broken" device makes procfs fail (no fw_ver, a non-numeric port,
-// malformed files), so the own reader must take both over, file by file.
-func TestProcfsExposition(t *testing.T) {
-	for tree, wantFallback := range map[string][]string{
-		"sysfs":  nil,
-		"broken": {"bad0", "noports"},
-	} {
+// TestClassLayoutExposition reads each fixture through symlinked device
+// directories and pins it to the same golden file: a port reads the same
+// either way.
+func TestClassLayoutExposition(t *testing.T) {
+	for _, tree := range []string{"sysfs", "broken"} {
 		t.Run(tree, func(t *testing.T) {
-			c, log := procfsCollector(t, classRoot(t, treeDevices(t, tree)))
+			c := NewPortCollector(classRoot(t, treeDevices(t, tree)), nil)
 			golden.Check(t, tree+".prom", exposition(t, c))
-			if got := log.fellBack(); !slices.Equal(got, wantFallback) {
-				t.Errorf("devices read without procfs: %v, want %v", got, wantFallback)
-			}
 		})
 	}
 }
 
-// TestProcfsFallbackPerDevice mixes devices procfs can read with ones it
-// fails on: only the failing ones are read by the own reader, and each
-// device's series are those of its fixture tree.
-func TestProcfsFallbackPerDevice(t *testing.T) {
+// TestBrokenDevicesCostOnlyThemselves mixes healthy devices with broken
+// ones: each device's series are those of its fixture tree, and only the
+// broken files are counted.
+func TestBrokenDevicesCostOnlyThemselves(t *testing.T) {
 	devices := treeDevices(t, "sysfs")
 	for name, dir := range treeDevices(t, "broken") {
 		devices[name] = dir
 	}
-	c, log := procfsCollector(t, classRoot(t, devices))
-	got := gather(t, c)
+	got := gather(t, NewPortCollector(classRoot(t, devices), nil))
 
 	want := series(gather(t, NewPortCollector(filepath.Join("testdata", "sysfs"), nil)))
 	want = append(want, series(gather(t, NewPortCollector(filepath.Join("testdata", "broken"), nil)))...)
@@ -137,17 +81,14 @@ func TestProcfsFallbackPerDevice(t *testing.T) {
 	if e := got["rdma_port_collector_errors"]; len(e) != 1 || e[0].value != 5 {
 		t.Errorf("rdma_port_collector_errors = %v, want the broken tree's 5", e)
 	}
-	if got, want := log.fellBack(), []string{"bad0", "noports"}; !slices.Equal(got, want) {
-		t.Errorf("devices read without procfs: %v, want %v", got, want)
-	}
 }
 
-// TestProcfsSilentSkipsCounted covers what procfs accepts without failing
-// the device but the own reader counts as an error: a missing node_guid, a
-// counters/ file reading "N/A (no PMA)", and a malformed counters/ file
-// procfs does not name. Files procfs does not name are still exported.
-// The tree is read both ways and must give the same exposition.
-func TestProcfsSilentSkipsCounted(t *testing.T) {
+// TestMissingFilesCounted covers files a lenient parser would pass over
+// silently but this collector counts: a missing node_guid, a counters/
+// file reading "N/A (no PMA)", and a malformed counters/ file of a name
+// no list knows. Every other file is still exported, whatever its name.
+// The tree is read in both layouts and must give the same exposition.
+func TestMissingFilesCounted(t *testing.T) {
 	tree := t.TempDir()
 	files := map[string]string{
 		"fw_ver":                          "16.35.2000",
@@ -174,14 +115,11 @@ func TestProcfsSilentSkipsCounted(t *testing.T) {
 		}
 	}
 
-	c, log := procfsCollector(t, classRoot(t, map[string]string{"mlx5_9": filepath.Join(tree, "mlx5_9")}))
-	viaProcfs := exposition(t, c)
-	if got := log.fellBack(); len(got) != 0 {
-		t.Fatalf("devices read without procfs: %v, want none", got)
-	}
-	own := exposition(t, NewPortCollector(tree, nil))
-	if string(viaProcfs) != string(own) {
-		t.Errorf("procfs and the own reader differ\n--- procfs\n%s\n--- own\n%s", viaProcfs, own)
+	c := NewPortCollector(classRoot(t, map[string]string{"mlx5_9": filepath.Join(tree, "mlx5_9")}), nil)
+	viaClass := exposition(t, c)
+	direct := exposition(t, NewPortCollector(tree, nil))
+	if string(viaClass) != string(direct) {
+		t.Errorf("the two layouts differ\n--- class\n%s\n--- direct\n%s", viaClass, direct)
 	}
 
 	got := gather(t, c)
@@ -214,9 +152,9 @@ func TestProcfsSilentSkipsCounted(t *testing.T) {
 	}
 }
 
-// TestProcfsMissingRoot: a host without RDMA devices, or without the
-// mount point, is healthy under procfs as it is under the own reader.
-func TestProcfsMissingRoot(t *testing.T) {
+// TestClassLayoutMissingRoot: a host without RDMA devices, or without the
+// sysfs mount, is healthy.
+func TestClassLayoutMissingRoot(t *testing.T) {
 	tmp := t.TempDir()
 	if err := os.Mkdir(filepath.Join(tmp, "sys"), 0o755); err != nil {
 		t.Fatal(err)
@@ -225,8 +163,7 @@ func TestProcfsMissingRoot(t *testing.T) {
 		filepath.Join(tmp, "sys", "class", "infiniband"),
 		filepath.Join(tmp, "nosys", "class", "infiniband"),
 	} {
-		c, _ := procfsCollector(t, root)
-		got := gather(t, c)
+		got := gather(t, NewPortCollector(root, nil))
 		if len(got) != 1 {
 			t.Errorf("%s: got families %v, want only rdma_port_collector_errors", root, keys(got))
 		}
