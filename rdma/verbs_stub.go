@@ -2,8 +2,6 @@
 
 package rdma
 
-import "context"
-
 // Devices needs libibverbs; this build has none.
 func Devices() ([]Device, error) { return nil, ErrNotSupported }
 
@@ -24,22 +22,6 @@ func (*Endpoint) Fail() error { return ErrNotSupported }
 
 // Close has nothing to free in this build.
 func (*Endpoint) Close() error { return nil }
-
-// Pair needs libibverbs; this build has none.
-type Pair struct {
-	Requester, Responder *Endpoint
-}
-
-// NewLoopbackPair needs libibverbs; this build has none.
-func NewLoopbackPair(EndpointConfig, EndpointConfig, QPAttrs) (*Pair, error) {
-	return nil, ErrNotSupported
-}
-
-// Close has nothing to free in this build.
-func (*Pair) Close() error { return nil }
-
-// Run needs libibverbs; this build has none.
-func (*Pair) Run(context.Context, TestSpec) (*Result, error) { return nil, ErrNotSupported }
 
 // SideRun needs libibverbs; this build has none.
 type SideRun struct{}
