@@ -2,6 +2,9 @@
 
 package rdma
 
+// This build has no libibverbs: what needs it returns ErrNotSupported,
+// and the rest answers as for a side that has already exited.
+
 // Devices needs libibverbs; this build has none.
 func Devices() ([]Device, error) { return nil, ErrNotSupported }
 
@@ -16,6 +19,9 @@ func (*Endpoint) Info() EndpointInfo { return EndpointInfo{} }
 
 // Connect needs libibverbs; this build has none.
 func (*Endpoint) Connect(EndpointInfo, QPAttrs) error { return ErrNotSupported }
+
+// Attrs returns nothing in this build.
+func (*Endpoint) Attrs() QPAttrs { return QPAttrs{} }
 
 // Fail needs libibverbs; this build has none.
 func (*Endpoint) Fail() error { return ErrNotSupported }
@@ -34,11 +40,20 @@ func (*Endpoint) Prepare(TestSpec, int, Role, EndpointInfo) (*SideRun, error) {
 // Start does nothing in this build.
 func (*SideRun) Start() {}
 
-// Exited is always closed in this build.
-func (*SideRun) Exited() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+// SendersFinished is always closed in this build.
+func (*SideRun) SendersFinished() <-chan struct{} { c := make(chan struct{}); close(c); return c }
 
 // MarkPeerFinished does nothing in this build.
 func (*SideRun) MarkPeerFinished() {}
+
+// Exited is always closed in this build.
+func (*SideRun) Exited() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// Failed is always true in this build.
+func (*SideRun) Failed() bool { return true }
+
+// HasWorkers is always false in this build.
+func (*SideRun) HasWorkers() bool { return false }
 
 // Stop does nothing in this build.
 func (*SideRun) Stop() {}
@@ -48,15 +63,3 @@ func (*SideRun) Result() (*SideResult, error) { return nil, ErrNotSupported }
 
 // Close does nothing in this build.
 func (*SideRun) Close() {}
-
-// Failed is always true in this build.
-func (*SideRun) Failed() bool { return true }
-
-// SendersFinished is always closed in this build.
-func (*SideRun) SendersFinished() <-chan struct{} { c := make(chan struct{}); close(c); return c }
-
-// Attrs returns nothing in this build.
-func (*Endpoint) Attrs() QPAttrs { return QPAttrs{} }
-
-// HasWorkers is always false in this build.
-func (*SideRun) HasWorkers() bool { return false }
