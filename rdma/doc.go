@@ -1,10 +1,19 @@
 // Package rdma is the verbs core of rdmarun and rdma_exporter: device
 // discovery, endpoints (PD, MR, CQ, QP) and the measured loops.
 //
-// Only verbs_linux.go imports "C". Builds without libibverbs (other
+// The files that import "C" are split by job: verbs_linux.go (the cgo
+// flags and verbs error helpers), devices_linux.go (what libibverbs says
+// about each device), endpoint_linux.go (an endpoint's verbs objects and
+// their connection), siderun_linux.go (one side of a test: its life and
+// the coordination of the two sides), crun_linux.go (the C memory a run
+// is laid out in and read back from) and enums_linux.go (which fails to
+// build if Go's numbers leave shim.h's). Builds without libibverbs (other
 // operating systems, CGO_ENABLED=0, or the nordma tag) compile
 // verbs_stub.go instead, whose functions return ErrNotSupported, so every
 // package above this one still builds and its own tests still run.
+// pair.go, side.go (roles, linking two sides in one process),
+// sideresult.go and pattern.go (the validation pattern) need no C and
+// serve both builds.
 //
 // Measured loops run entirely in C, one cgo call per run, writing into a
 // sample array allocated before the call: crossing cgo costs far more

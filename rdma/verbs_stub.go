@@ -2,7 +2,8 @@
 
 package rdma
 
-import "context"
+// This build has no libibverbs: what needs it returns ErrNotSupported,
+// and the rest answers as for a side that has already exited.
 
 // Devices needs libibverbs; this build has none.
 func Devices() ([]Device, error) { return nil, ErrNotSupported }
@@ -19,27 +20,14 @@ func (*Endpoint) Info() EndpointInfo { return EndpointInfo{} }
 // Connect needs libibverbs; this build has none.
 func (*Endpoint) Connect(EndpointInfo, QPAttrs) error { return ErrNotSupported }
 
+// Attrs returns nothing in this build.
+func (*Endpoint) Attrs() QPAttrs { return QPAttrs{} }
+
 // Fail needs libibverbs; this build has none.
 func (*Endpoint) Fail() error { return ErrNotSupported }
 
 // Close has nothing to free in this build.
 func (*Endpoint) Close() error { return nil }
-
-// Pair needs libibverbs; this build has none.
-type Pair struct {
-	Requester, Responder *Endpoint
-}
-
-// NewLoopbackPair needs libibverbs; this build has none.
-func NewLoopbackPair(EndpointConfig, EndpointConfig, QPAttrs) (*Pair, error) {
-	return nil, ErrNotSupported
-}
-
-// Close has nothing to free in this build.
-func (*Pair) Close() error { return nil }
-
-// Run needs libibverbs; this build has none.
-func (*Pair) Run(context.Context, Test) (*Result, error) { return nil, ErrNotSupported }
 
 // SideRun needs libibverbs; this build has none.
 type SideRun struct{}
@@ -52,11 +40,20 @@ func (*Endpoint) Prepare(Test, int, Role, EndpointInfo) (*SideRun, error) {
 // Start does nothing in this build.
 func (*SideRun) Start() {}
 
-// Exited is always closed in this build.
-func (*SideRun) Exited() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+// SendersFinished is always closed in this build.
+func (*SideRun) SendersFinished() <-chan struct{} { c := make(chan struct{}); close(c); return c }
 
 // MarkPeerFinished does nothing in this build.
 func (*SideRun) MarkPeerFinished() {}
+
+// Exited is always closed in this build.
+func (*SideRun) Exited() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// Failed is always true in this build.
+func (*SideRun) Failed() bool { return true }
+
+// HasWorkers is always false in this build.
+func (*SideRun) HasWorkers() bool { return false }
 
 // Stop does nothing in this build.
 func (*SideRun) Stop() {}
@@ -66,15 +63,3 @@ func (*SideRun) Result() (*SideResult, error) { return nil, ErrNotSupported }
 
 // Close does nothing in this build.
 func (*SideRun) Close() {}
-
-// Failed is always true in this build.
-func (*SideRun) Failed() bool { return true }
-
-// SendersFinished is always closed in this build.
-func (*SideRun) SendersFinished() <-chan struct{} { c := make(chan struct{}); close(c); return c }
-
-// Attrs returns nothing in this build.
-func (*Endpoint) Attrs() QPAttrs { return QPAttrs{} }
-
-// HasWorkers is always false in this build.
-func (*SideRun) HasWorkers() bool { return false }
