@@ -248,8 +248,7 @@ func (c *loopbackCmd) runRemote(ctx context.Context, spec rdma.TestSpec, sizes [
 		res, err := peer.Run(ctx, cfg, s)
 		if err != nil {
 			code := exitAborted
-			var pe *peer.Error
-			if errors.As(err, &pe) && (pe.Stage == "connecting" || pe.Stage == "handshake") {
+			if errors.Is(err, peer.ErrUnreachable) {
 				code = exitEnvironment
 			}
 			return results, &exitError{code, fmt.Errorf("%s %s, %s: %w", s.Op, s.Measure, units.FormatBytes(uint64(size)), err)}

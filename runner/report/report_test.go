@@ -48,7 +48,7 @@ func fixture() *Report {
 			{Case: "write-bw", Index: 3, Status: Errored, Spec: spec(rdma.MeasureBandwidth, 65536, 4, rdma.ModeEvent), Error: "completion error RETRY_EXC_ERR (status 12) on rxe1", Seconds: 4},
 			{Case: "write-bw", Index: 4, Status: Skipped, Spec: spec(rdma.MeasureBandwidth, 1<<20, 4, rdma.ModeEvent)},
 		},
-		Stopped: "abort_on_fail in case write-bw",
+		Stopped: "abort_on_fail in case write-bw", StopReason: StopAbortOnFail,
 	}
 	r.Tally()
 	return r
