@@ -117,7 +117,11 @@ func (l *loader) parseCase(n *yaml.Node, isDefaults bool) (d caseDef) {
 			}
 		}
 	}
-	if iterNode != nil && durNode != nil {
+	switch {
+	case iterNode == nil || durNode == nil:
+	case l.spelled != nil:
+		l.errorf(nil, "", "%s and %s: give one, not both", l.spelled["iterations"], l.spelled["duration"])
+	default:
 		l.errorf(durNode, "duration", "given with iterations (line %d); a run is bounded by one of them", iterNode.Line)
 	}
 	return d

@@ -60,6 +60,7 @@ func TestWriters(t *testing.T) {
 		write func(*bytes.Buffer, *Report) error
 	}{
 		{"report.txt", func(b *bytes.Buffer, r *Report) error { return Text(b, r) }},
+		{"report.compact.txt", func(b *bytes.Buffer, r *Report) error { return Compact(b, r) }},
 		{"report.json", func(b *bytes.Buffer, r *Report) error { return JSON(b, r) }},
 		{"report.junit.xml", func(b *bytes.Buffer, r *Report) error { return JUnit(b, r) }},
 		{"report.html", func(b *bytes.Buffer, r *Report) error { return HTML(b, r) }},
