@@ -281,3 +281,18 @@ func readCPUs(l *loader, v *yaml.Node, key, allowed string) (func(*rdma.TestSpec
 	}
 	return func(t *rdma.TestSpec) { t.CPUs = slices.Clone(cpus) }, true
 }
+
+// Check reports whether value is one the knob accepts, with the error a
+// scenario would give for it.
+func (k Knob) Check(value string) error {
+	l := &loader{spelled: map[string]string{k.Name: "--" + k.Flag()}}
+	for _, kn := range knobs {
+		if kn.Name == k.Name {
+			kn.read(l, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}, k.Name, kn.allowed)
+		}
+	}
+	if len(l.errs) > 0 {
+		return l.errs
+	}
+	return nil
+}
