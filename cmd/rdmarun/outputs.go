@@ -17,15 +17,18 @@ import (
 type outputs struct {
 	json, junit, html string
 	quiet             bool
+	// set records which outputs were given: kingpin hands a lone "-" over
+	// as "", so a given output with an empty path means stdout.
+	set [3]bool
 	// text writes the report to the terminal: report.Text for scenarios,
 	// report.Compact for one bench test.
 	text func(io.Writer, *report.Report) error
 }
 
 func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
-	cmd.Flag("json", "Write the versioned JSON results here (- for stdout).").StringVar(&o.json)
-	cmd.Flag("junit", "Write JUnit XML here (one testcase per case x size x qps x mode; - for stdout).").StringVar(&o.junit)
-	cmd.Flag("html", "Write a self-contained HTML report here (- for stdout).").StringVar(&o.html)
+	cmd.Flag("json", "Write the versioned JSON results here (- for stdout).").IsSetByUser(&o.set[0]).StringVar(&o.json)
+	cmd.Flag("junit", "Write JUnit XML here (one testcase per case x size x qps x mode; - for stdout).").IsSetByUser(&o.set[1]).StringVar(&o.junit)
+	cmd.Flag("html", "Write a self-contained HTML report here (- for stdout).").IsSetByUser(&o.set[2]).StringVar(&o.html)
 	cmd.Flag("quiet", "Print only the summary and failures.").BoolVar(&o.quiet)
 }
 
@@ -33,10 +36,19 @@ func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
 // reports, and returns the exit code's error: the worst over all
 // scenarios, errors (5) over failures (1).
 func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, at *where, out *outputs) error {
+	for i, p := range []*string{&out.json, &out.junit, &out.html} {
+		if out.set[i] && *p == "" {
+			*p = "-"
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	// A machine-readable output on stdout must not be mixed with text.
-	toStdout := out.json == "-" || out.junit == "-" || out.html == "-"
+	// A machine-readable output on stdout must not be mixed with text:
+	// the text goes to stderr then.
+	textOut := stdout
+	if out.json == "-" || out.junit == "-" || out.html == "-" {
+		textOut = stderr
+	}
 	worst := exitOK
 	var reports []*report.Report
 	for i, sc := range scs {
@@ -56,8 +68,8 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 			return &exitError{exitInvalid, fmt.Errorf("%s: %w", name, err)}
 		}
 		reports = append(reports, rep)
-		if !toStdout && (!out.quiet || rep.Summary.Failed+rep.Summary.Errors > 0) {
-			if err := out.text(stdout, rep); err != nil {
+		if !out.quiet || rep.Summary.Failed+rep.Summary.Errors > 0 {
+			if err := out.text(textOut, rep); err != nil {
 				return err
 			}
 		}
