@@ -35,7 +35,7 @@ type ClientConfig struct {
 // Error is a failed remote test: which responder, at what stage, and why.
 type Error struct {
 	Addr  string
-	Stage string
+	Stage Stage
 	Err   error
 }
 
@@ -44,6 +44,35 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes an Error from before the responder accepted this client match
+// ErrUnreachable.
+func (e *Error) Is(target error) bool {
+	return target == ErrUnreachable && (e.Stage == StageConnecting || e.Stage == StageHandshake)
+}
+
+// ErrUnreachable matches a remote test that failed before the responder
+// accepted this client (it cannot be dialled, or refuses the token or the
+// protocol): every later test to it would fail the same way, so callers
+// treat it as the environment failing rather than the fabric.
+var ErrUnreachable = errors.New("peer: responder unreachable or refusing this client")
+
+// Stage is the step of a remote test that failed; its text reads in the
+// error message ("responder h:1, connecting: ...").
+type Stage string
+
+// The stages, in the order a test passes them.
+const (
+	StageConnecting  Stage = "connecting"
+	StageHandshake   Stage = "handshake"
+	StageSendSpec    Stage = "sending the spec"
+	StageSetup       Stage = "setting up its side"
+	StageEndpoints   Stage = "exchanging endpoints"
+	StageStarting    Stage = "starting"
+	StageTest        Stage = "during the test"
+	StageAwaitResult Stage = "waiting for its result"
+	StageResult      Stage = "reading its result"
+)
 
 // RemoteSideError is a failure the responder reported about its own side.
 // One that was a dead path (Timeout) matches ctrl.ErrPeerTimeout, as the
@@ -77,7 +106,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, e
 	}
 	start := time.Now()
 	since := func() string { return time.Since(start).Round(time.Microsecond).String() }
-	wrap := func(stage string, err error) error {
+	wrap := func(stage Stage, err error) error {
 		log.Debug("failed", "stage", stage, "after", since(), "err", err)
 		return &Error{Addr: addr, Stage: stage, Err: err}
 	}
@@ -95,17 +124,17 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, e
 	nc, err := ctrl.Dial(sctx, addr, cfg.TLS)
 	cancel()
 	if err != nil {
-		return nil, wrap("connecting", err)
+		return nil, wrap(StageConnecting, err)
 	}
 	sctx, cancel = stepCtx()
 	c, err := ctrl.Client(sctx, nc, cfg.Token)
 	cancel()
 	if err != nil {
-		return nil, wrap("handshake", err)
+		return nil, wrap(StageHandshake, err)
 	}
 	defer c.Close()
 	log.Debug("control channel up", "responder", addr, "tls", cfg.TLS != nil, "after", since())
-	send := func(stage string, k ctrl.Kind, v any) error {
+	send := func(stage Stage, k ctrl.Kind, v any) error {
 		sctx, cancel := stepCtx()
 		defer cancel()
 		if err := c.Send(sctx, k, v); err != nil {
@@ -113,7 +142,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, e
 		}
 		return nil
 	}
-	recv := func(stage string, k ctrl.Kind, v any) error {
+	recv := func(stage Stage, k ctrl.Kind, v any) error {
 		sctx, cancel := stepCtx()
 		defer cancel()
 		if err := c.Recv(sctx, k, v); err != nil {
@@ -122,18 +151,18 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, e
 		return nil
 	}
 
-	if err := send("sending the spec", ctrl.KindSpec, specMsg{Spec: spec.Settings(), Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex}); err != nil {
+	if err := send(StageSendSpec, ctrl.KindSpec, specMsg{Spec: spec.Settings(), Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex}); err != nil {
 		return nil, err
 	}
 	var ok specOKMsg
-	if err := recv("setting up its side", ctrl.KindSpecOK, &ok); err != nil {
+	if err := recv(StageSetup, ctrl.KindSpecOK, &ok); err != nil {
 		return nil, err
 	}
-	if err := send("exchanging endpoints", ctrl.KindEndpoints, toWire(ep.Info())); err != nil {
+	if err := send(StageEndpoints, ctrl.KindEndpoints, toWire(ep.Info())); err != nil {
 		return nil, err
 	}
 	var theirs endpointMsg
-	if err := recv("exchanging endpoints", ctrl.KindEndpoints, &theirs); err != nil {
+	if err := recv(StageEndpoints, ctrl.KindEndpoints, &theirs); err != nil {
 		return nil, err
 	}
 	peerInfo := theirs.info()
@@ -148,10 +177,10 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, e
 		return nil, err
 	}
 	defer side.Close()
-	if err := send("starting", ctrl.KindReady, nil); err != nil {
+	if err := send(StageStarting, ctrl.KindReady, nil); err != nil {
 		return nil, err
 	}
-	if err := recv("starting", ctrl.KindStart, nil); err != nil {
+	if err := recv(StageStarting, ctrl.KindStart, nil); err != nil {
 		return nil, err
 	}
 	side.Start()
@@ -159,7 +188,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, e
 	if err := relay(ctx, c, side, step, time.Duration(spec.StallTimeout)); err != nil {
 		// The local side's own failure, if any, says more than the
 		// broken channel.
-		return nil, wrap("during the test", rdma.FirstError(sideErr(side), err))
+		return nil, wrap(StageTest, rdma.FirstError(sideErr(side), err))
 	}
 	mine, localErr := side.Result()
 	// The responder answers once its side is done: it may still be
@@ -172,7 +201,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, e
 		if localErr != nil {
 			return nil, localErr
 		}
-		return nil, wrap("waiting for its result", err)
+		return nil, wrap(StageAwaitResult, err)
 	}
 	bctx, bcancel := stepCtx()
 	_ = c.Send(bctx, ctrl.KindBye, nil)
@@ -191,7 +220,7 @@ func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, e
 		return nil, err
 	}
 	if theirRes.Side == nil {
-		return nil, wrap("reading its result", errors.New("no result and no error"))
+		return nil, wrap(StageResult, errors.New("no result and no error"))
 	}
 	spec.QP = ep.Attrs()
 	log.Debug("test done", "after", since())

@@ -262,7 +262,7 @@ func TestSilentResponder(t *testing.T) {
 	_, err = peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10}))
 	took := time.Since(start)
 	var pe *peer.Error
-	if !errors.As(err, &pe) || pe.Stage != "handshake" {
+	if !errors.As(err, &pe) || pe.Stage != peer.StageHandshake {
 		t.Fatalf("got %v, want a handshake error", err)
 	}
 	if took > 4*time.Second {

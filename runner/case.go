@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -118,7 +117,11 @@ func (l *loader) parseCase(n *yaml.Node, isDefaults bool) (d caseDef) {
 			}
 		}
 	}
-	if iterNode != nil && durNode != nil {
+	switch {
+	case iterNode == nil || durNode == nil:
+	case l.spelled != nil:
+		l.errorf(nil, "", "%s and %s: give one, not both", l.spelled["iterations"], l.spelled["duration"])
+	default:
 		l.errorf(durNode, "duration", "given with iterations (line %d); a run is bounded by one of them", iterNode.Line)
 	}
 	return d
@@ -524,171 +527,4 @@ func (l *loader) checkRuns(c *Case, d *caseDef, refused []refusedRun) bool {
 		l.errorf(at, fmt.Sprintf("case %q", c.Name), "%s", msg)
 	}
 	return len(order) == 0
-}
-
-// knob is an engine setting a case or defaults: may give.
-type knob struct {
-	key     string
-	allowed string
-	// read parses the value node v; scalar knobs use scalarKnob.
-	read func(l *loader, v *yaml.Node, key, allowed string) (func(*rdma.TestSpec), bool)
-}
-
-// scalarKnob adapts a parser of one value, given with its variables
-// substituted, into a knob reader.
-func scalarKnob(parse func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool)) func(*loader, *yaml.Node, string, string) (func(*rdma.TestSpec), bool) {
-	return func(l *loader, v *yaml.Node, key, allowed string) (func(*rdma.TestSpec), bool) {
-		s, ok := l.scalar(v, key, allowed)
-		if !ok {
-			return nil, false
-		}
-		return parse(l, resolve(v), key, strings.TrimSpace(s), allowed)
-	}
-}
-
-func knobKeys() []string {
-	out := make([]string, len(knobs))
-	for i, k := range knobs {
-		out[i] = k.key
-	}
-	return out
-}
-
-// intKnob is a whole-number setting from lo to hi. Where the engine reads
-// 0 as "its default", lo is 1 and the message says why.
-func intKnob(key string, lo, hi int, note string, set func(*rdma.TestSpec, int)) knob {
-	allowed := fmt.Sprintf("write a whole number from %d to %d", lo, hi)
-	if hi >= math.MaxInt32 {
-		allowed = fmt.Sprintf("write a whole number of %d or more", lo)
-	}
-	if note != "" {
-		allowed += " (" + note + ")"
-	}
-	return knob{key, allowed, scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
-		v, ok := l.intValue(n, key, s, lo, hi, allowed)
-		return func(t *rdma.TestSpec) { set(t, v) }, ok
-	})}
-}
-
-func boolKnob(key string, set func(*rdma.TestSpec, bool)) knob {
-	return knob{key, "write true or false", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
-		switch strings.ToLower(s) {
-		case "true":
-			return func(t *rdma.TestSpec) { set(t, true) }, true
-		case "false":
-			return func(t *rdma.TestSpec) { set(t, false) }, true
-		}
-		l.errorf(n, key, "%q is not true or false; %s", s, allowed)
-		return nil, false
-	})}
-}
-
-func durationKnob(key string, set func(*rdma.TestSpec, time.Duration)) knob {
-	const allowed = "write a positive duration with a unit: ns, us, ms, s, m, h (e.g. 5s, 1.5ms)"
-	return knob{key, allowed, scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
-		d, err := time.ParseDuration(s)
-		switch {
-		case err != nil:
-			l.errorf(n, key, "%q is not a duration; %s", s, allowed)
-		case d <= 0:
-			l.errorf(n, key, "%s is not positive; %s", s, allowed)
-		default:
-			return func(t *rdma.TestSpec) { set(t, d) }, true
-		}
-		return nil, false
-	})}
-}
-
-const engineDefault = "0 would mean the engine's default"
-
-var knobs = []knob{
-	intKnob("iterations", 1, math.MaxInt32, "", func(t *rdma.TestSpec, v int) { t.Iterations, t.Duration = v, 0 }),
-	durationKnob("duration", func(t *rdma.TestSpec, d time.Duration) { t.Duration, t.Iterations = rdma.Duration(d), 0 }),
-	intKnob("warmup", 1, math.MaxInt32, engineDefault+", 10% of iterations up to 100", func(t *rdma.TestSpec, v int) { t.Warmup = v }),
-	intKnob("threads", 1, 4096, "at most qps", func(t *rdma.TestSpec, v int) { t.Threads = v }),
-	{"cpus", "write a CPU number or a list such as [0, 2]", readCPUs},
-	intKnob("tx_depth", 1, 16384, "", func(t *rdma.TestSpec, v int) { t.TxDepth = v }),
-	intKnob("rx_depth", 1, 16384, "", func(t *rdma.TestSpec, v int) { t.RxDepth = v }),
-	intKnob("cq_moderation", 1, 16384, "at most tx_depth", func(t *rdma.TestSpec, v int) { t.CQModeration = v }),
-	intKnob("post_list", 1, 16384, "at most tx_depth", func(t *rdma.TestSpec, v int) { t.PostList = v }),
-	{"inline", "write a number of bytes from 0 to 4096, with an optional unit", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
-		b, err := units.ParseBytes(s)
-		if err != nil || b > 4096 {
-			l.errorf(n, key, "%q is not a size from 0 to 4096 bytes; %s", s, allowed)
-			return nil, false
-		}
-		return func(t *rdma.TestSpec) { t.Inline = int(b) }, true
-	})},
-	boolKnob("bidirectional", func(t *rdma.TestSpec, v bool) { t.Bidirectional = v }),
-	boolKnob("hugepages", func(t *rdma.TestSpec, v bool) { t.Hugepages = v }),
-	boolKnob("validate", func(t *rdma.TestSpec, v bool) { t.Validate = v }),
-	{"seed", "write a whole number of 0 or more", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			l.errorf(n, key, "%q is not a whole number; %s", s, allowed)
-			return nil, false
-		}
-		return func(t *rdma.TestSpec) { t.Seed = v }, true
-	})},
-	durationKnob("stall_timeout", func(t *rdma.TestSpec, d time.Duration) { t.StallTimeout = rdma.Duration(d) }),
-	{"qp_type", "write rc or uc", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
-		q, err := rdma.ParseQPType(s)
-		switch {
-		case err != nil:
-			l.errorf(n, key, "%q is not a QP type; %s%s", s, allowed, hint(s, []string{"rc", "uc"}))
-			return nil, false
-		case q == rdma.UD:
-			l.errorf(n, key, "%q is not supported yet; %s", s, allowed)
-			return nil, false
-		}
-		return func(t *rdma.TestSpec) { t.QPType = q }, true
-	})},
-	{"mtu", "write 256, 512, 1024, 2048 or 4096 (omit it for the port's active MTU)", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
-		v, err := strconv.Atoi(s)
-		if err == nil {
-			_, err = rdma.MTUEnum(v)
-		}
-		if err != nil {
-			l.errorf(n, key, "%q is not a path MTU; %s", s, allowed)
-			return nil, false
-		}
-		return func(t *rdma.TestSpec) { t.QP.MTU = &v }, true
-	})},
-	intKnob("timeout", 0, 31, "4.096 us * 2^timeout, 0 waits forever; default 14", func(t *rdma.TestSpec, v int) { t.QP.Timeout = &v }),
-	intKnob("retry_cnt", 0, 7, "default 6; soft-RoCE retries 7 forever", func(t *rdma.TestSpec, v int) { t.QP.RetryCnt = &v }),
-	intKnob("rnr_retry", 0, 7, "7 retries forever; default 7", func(t *rdma.TestSpec, v int) { t.QP.RNRRetry = &v }),
-	intKnob("min_rnr_timer", 0, 31, "default 12 = 0.64 ms", func(t *rdma.TestSpec, v int) { t.QP.MinRNRTimer = &v }),
-	intKnob("max_rd_atomic", 1, 255, "", func(t *rdma.TestSpec, v int) { t.QP.MaxRdAtomic = &v }),
-	intKnob("sl", 0, 15, "", func(t *rdma.TestSpec, v int) { t.QP.SL = &v }),
-	intKnob("traffic_class", 0, 255, "", func(t *rdma.TestSpec, v int) { t.QP.TrafficClass = &v }),
-	intKnob("hop_limit", 1, 255, "default 64", func(t *rdma.TestSpec, v int) { t.QP.HopLimit = &v }),
-}
-
-// knob reads one engine setting, returning what it sets or nil.
-func (l *loader) knob(key string, v *yaml.Node) func(*rdma.TestSpec) {
-	for _, k := range knobs {
-		if k.key == key {
-			if f, ok := k.read(l, v, key, k.allowed); ok {
-				return f
-			}
-			return nil
-		}
-	}
-	return nil
-}
-
-func readCPUs(l *loader, v *yaml.Node, key, allowed string) (func(*rdma.TestSpec), bool) {
-	its, ok := l.items(v, key, allowed)
-	if !ok {
-		return nil, false
-	}
-	var cpus []int
-	for _, it := range its {
-		n, ok := l.intValue(it.n, key, it.s, 0, 1<<16, allowed)
-		if !ok {
-			return nil, false
-		}
-		cpus = append(cpus, n)
-	}
-	return func(t *rdma.TestSpec) { t.CPUs = slices.Clone(cpus) }, true
 }

@@ -30,11 +30,11 @@
 //	    abort_on_fail: true
 //
 // A case takes name, description, op, measure, sizes, qps, mode, pass,
-// abort_on_fail and every engine setting: iterations, duration, warmup,
-// threads, cpus, tx_depth, rx_depth, cq_moderation, post_list, inline,
-// bidirectional, hugepages, validate, seed, stall_timeout, qp_type, mtu,
-// timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, sl,
-// traffic_class, hop_limit. defaults: takes the same keys but name,
+// abort_on_fail and every engine setting, a knob: Knobs lists them with
+// type, unit, default and help, and is the one place they are declared
+// (runner/README.md's table and `rdmarun bench`'s flags come from it).
+// Single builds a scenario of one case from flag settings, checked by the
+// same rules as a file. defaults: takes the same keys but name,
 // description and pass; a case's own value wins. Sizes take units (B,
 // KiB, MiB, GiB, KB, MB, GB; a bare number is bytes), durations Go's
 // syntax (100ns, 5us, 1.5ms, 2s). sizes, qps, mode and measure take one
@@ -59,4 +59,8 @@
 // condition reading latency names is judged on latency runs, one reading
 // bandwidth names on bandwidth runs, one reading neither on every run;
 // one naming what its case does not measure is a load error.
+//
+// Execute runs a scenario on a Target (Loopback or Remote) and returns a
+// report.Report; ExitStatus turns it into rdmarun's exit code from its
+// StopReason and counts, never from message text.
 package runner

@@ -9,8 +9,8 @@ import (
 // Error is one problem in a scenario file, placed where an editor can jump
 // to it.
 type Error struct {
-	File   string
-	Line   int // 1-based; 0 when the problem has no place in the file
+	File   string // "" for settings that came from flags
+	Line   int    // 1-based; 0 when the problem has no place in the file
 	Column int
 	Key    string // the key whose value is wrong, e.g. "sizes"; may be empty
 	Msg    string // what is wrong; what is allowed
@@ -26,7 +26,10 @@ func (e *Error) Error() string {
 	if e.Line > 0 && e.Column > 0 {
 		fmt.Fprintf(&b, ":%d", e.Column)
 	}
-	b.WriteString(": ")
+	// A problem in flags (Single) has no file to name.
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
 	if e.Key != "" {
 		b.WriteString(e.Key)
 		b.WriteString(": ")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"syscall"
 	"time"
 
@@ -41,7 +40,7 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 	link := target.LinkGbps()
 	for i, r := range runs {
 		out := report.Run{Case: r.Case, Index: r.Index, Spec: r.Spec}
-		if rep.Stopped != "" {
+		if rep.StopReason != "" {
 			out.Status = report.Skipped
 			rep.Runs = append(rep.Runs, out)
 			continue
@@ -57,11 +56,13 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 			out.Status = report.Skipped
 			out.Error = "interrupted"
 			rep.Stopped = "interrupted (" + ctx.Err().Error() + ")"
+			rep.StopReason = report.StopInterrupted
 		case err != nil && environmental(err):
 			// Every later run would fail the same way.
 			out.Status = report.Errored
 			out.Error = err.Error()
-			rep.Stopped = stoppedEnvironment + err.Error()
+			rep.Stopped = "environment unusable: " + err.Error()
+			rep.StopReason = report.StopEnvironment
 		case err != nil:
 			out.Status = report.Errored
 			out.Error = err.Error()
@@ -87,6 +88,7 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 		}
 		if out.Status != report.Passed && out.Status != report.Skipped && r.AbortOnFail {
 			rep.Stopped = fmt.Sprintf("case %s has abort_on_fail and run %d %s", r.Case, r.Index, out.Status)
+			rep.StopReason = report.StopAbortOnFail
 		}
 		rep.Runs = append(rep.Runs, out)
 		if opt.Progress != nil {
@@ -126,16 +128,13 @@ func envValues(env Env, names []string) map[string]float64 {
 	return out
 }
 
-const stoppedEnvironment = "environment unusable: "
-
 // environmental reports whether err means the environment, not the
 // fabric, failed: no device, no libibverbs, the locked-memory limit, or a
 // responder that cannot be reached or refuses this client.
 func environmental(err error) bool {
-	var pe *peer.Error
 	var ve *rdma.VerbsError
 	switch {
-	case errors.As(err, &pe) && (pe.Stage == "connecting" || pe.Stage == "handshake"):
+	case errors.Is(err, peer.ErrUnreachable):
 		return true
 	case errors.Is(err, rdma.ErrNoDevice), errors.Is(err, rdma.ErrNotSupported):
 		return true
@@ -152,9 +151,9 @@ func environmental(err error) bool {
 // says less about the fabric than one that did.
 func ExitStatus(rep *report.Report) int {
 	switch {
-	case strings.HasPrefix(rep.Stopped, stoppedEnvironment):
+	case rep.StopReason == report.StopEnvironment:
 		return 4
-	case rep.Summary.Errors > 0 || strings.HasPrefix(rep.Stopped, "interrupted"):
+	case rep.Summary.Errors > 0 || rep.StopReason == report.StopInterrupted:
 		return 5
 	case rep.Summary.Failed > 0:
 		return 1

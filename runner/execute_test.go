@@ -75,19 +75,20 @@ func TestExecute(t *testing.T) {
 		statuses []report.Status
 		exit     int
 		stopped  string
+		reason   report.StopReason
 	}{
 		{name: "all pass", results: []func(rdma.Test) (*rdma.Result, error){latencyResult(5)},
 			statuses: []report.Status{report.Passed, report.Passed, report.Passed}, exit: 0},
 		{name: "one fails", results: []func(rdma.Test) (*rdma.Result, error){latencyResult(5), latencyResult(50), latencyResult(5)},
 			statuses: []report.Status{report.Passed, report.Failed, report.Passed}, exit: 1},
 		{name: "abort on fail", abort: true, results: []func(rdma.Test) (*rdma.Result, error){latencyResult(5), latencyResult(50)},
-			statuses: []report.Status{report.Passed, report.Failed, report.Skipped}, exit: 1, stopped: "case lat has abort_on_fail and run 1 failed"},
+			statuses: []report.Status{report.Passed, report.Failed, report.Skipped}, exit: 1, stopped: "case lat has abort_on_fail and run 1 failed", reason: report.StopAbortOnFail},
 		{name: "a run errors", results: []func(rdma.Test) (*rdma.Result, error){latencyResult(5), failWith(&rdma.StallError{Device: "rxe0"}), latencyResult(50)},
 			statuses: []report.Status{report.Passed, report.Errored, report.Failed}, exit: 5},
-		{name: "peer unreachable", results: []func(rdma.Test) (*rdma.Result, error){failWith(&peer.Error{Addr: "h:1", Stage: "connecting", Err: errors.New("refused")})},
-			statuses: []report.Status{report.Errored, report.Skipped, report.Skipped}, exit: 4, stopped: "environment unusable: responder h:1, connecting: refused"},
+		{name: "peer unreachable", results: []func(rdma.Test) (*rdma.Result, error){failWith(&peer.Error{Addr: "h:1", Stage: peer.StageConnecting, Err: errors.New("refused")})},
+			statuses: []report.Status{report.Errored, report.Skipped, report.Skipped}, exit: 4, stopped: "environment unusable: responder h:1, connecting: refused", reason: report.StopEnvironment},
 		{name: "memlock", results: []func(rdma.Test) (*rdma.Result, error){failWith(fmt.Errorf("x: %w", &rdma.VerbsError{Op: "ibv_reg_mr", Errno: syscall.ENOMEM}))},
-			statuses: []report.Status{report.Errored, report.Skipped, report.Skipped}, exit: 4},
+			statuses: []report.Status{report.Errored, report.Skipped, report.Skipped}, exit: 4, reason: report.StopEnvironment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Execute(context.Background(), load(t, tc.abort), &fakeTarget{results: tc.results}, Options{})
@@ -106,6 +107,9 @@ func TestExecute(t *testing.T) {
 			}
 			if tc.stopped != "" && rep.Stopped != tc.stopped {
 				t.Errorf("stopped %q, want %q", rep.Stopped, tc.stopped)
+			}
+			if rep.StopReason != tc.reason {
+				t.Errorf("stop reason %q, want %q", rep.StopReason, tc.reason)
 			}
 		})
 	}
@@ -135,7 +139,7 @@ func TestExecuteInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Summary.Skipped != 3 || ExitStatus(rep) != 5 || rep.Stopped == "" {
+	if rep.Summary.Skipped != 3 || ExitStatus(rep) != 5 || rep.Stopped == "" || rep.StopReason != report.StopInterrupted {
 		t.Errorf("summary %+v, stopped %q, exit %d", rep.Summary, rep.Stopped, ExitStatus(rep))
 	}
 }

@@ -74,6 +74,9 @@ type loader struct {
 	count   int // problems found, including those past maxErrors
 	dropped bool
 	vars    map[string]string
+	// spelled, set when the values came from flags (Single), maps a key
+	// to the flag that gave it: errors name that, and have no place.
+	spelled map[string]string
 }
 
 // errorf records a problem at n (nil: no place in the file).
@@ -82,6 +85,9 @@ func (l *loader) errorf(n *yaml.Node, key, format string, args ...any) {
 	if len(l.errs) >= maxErrors {
 		l.dropped = true
 		return
+	}
+	if l.spelled != nil {
+		key = l.spelled[key] // "" for a key no flag gave, such as the case's own
 	}
 	e := &Error{File: l.file, Key: key, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {

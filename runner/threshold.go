@@ -12,6 +12,7 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/rdmarun/rdmarun/rdma"
@@ -153,9 +154,18 @@ func CompileThreshold(src string) (*Threshold, error) {
 		return nil, fmt.Errorf("condition is %d characters long; at most %d", len(src), maxThresholdLen)
 	}
 	code := rewriteDurations(src)
+	// Compiled first without AsBool, so a condition that is not true or
+	// false is told by its type, not by the compiler's message.
+	typed, err := expr.Compile(code, expr.Env(Env{}))
+	if err != nil {
+		return nil, explainCompileError(src, code, err)
+	}
+	if k := typed.Node().Type(); k != nil && k.Kind() != reflect.Bool && k.Kind() != reflect.Interface {
+		return nil, fmt.Errorf("%q is %s, not true or false; write a comparison such as p99 < 5us", src, typeWord(k))
+	}
 	program, err := expr.Compile(code, expr.Env(Env{}), expr.AsBool())
 	if err != nil {
-		return nil, explainCompileError(src, err)
+		return nil, explainCompileError(src, code, err)
 	}
 	t := &Threshold{src: src, program: program}
 	t.collectNames()
@@ -172,7 +182,7 @@ func MustCompileThreshold(src string) *Threshold {
 	return t
 }
 
-func explainCompileError(src string, err error) error {
+func explainCompileError(src, code string, err error) error {
 	msg := err.Error()
 	var fe *file.Error
 	if errors.As(err, &fe) {
@@ -180,7 +190,7 @@ func explainCompileError(src string, err error) error {
 		// which the user never wrote; the message alone is clearer.
 		msg = fe.Message
 	}
-	if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
+	if name, ok := unknownName(code); ok {
 		hint := ""
 		if s := didYouMean(name, knownNames(), false); s != "" {
 			hint = " (" + s + ")"
@@ -188,20 +198,51 @@ func explainCompileError(src string, err error) error {
 		known := strings.Replace(strings.Join(knownNames(), ", "), "counter", `counter("name")`, 1)
 		return fmt.Errorf("unknown name %s%s; known: %s", name, hint, known)
 	}
-	if got, ok := strings.CutPrefix(msg, "expected bool, but got "); ok {
-		return fmt.Errorf("%q is %s, not true or false; write a comparison such as p99 < 5us", src, typeWord(got))
-	}
 	return fmt.Errorf("%s in %q; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)", msg, src)
 }
 
-func typeWord(goType string) string {
-	switch {
-	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"), strings.HasPrefix(goType, "float"):
+// unknownName finds, in the syntax tree of a condition that did not
+// compile, the first name Env does not have: the likeliest cause, told
+// from the tree rather than from the compiler's message. Names a let
+// declares and functions called are not Env's to know.
+func unknownName(code string) (string, bool) {
+	tree, err := parser.Parse(code)
+	if err != nil {
+		return "", false
+	}
+	declared, called := map[string]bool{}, map[ast.Node]bool{}
+	var idents []string
+	ast.Walk(&tree.Node, visitor(func(n ast.Node) {
+		switch n := n.(type) {
+		case *ast.VariableDeclaratorNode:
+			declared[n.Name] = true
+		case *ast.CallNode:
+			called[n.Callee] = true
+		}
+	}))
+	ast.Walk(&tree.Node, visitor(func(n ast.Node) {
+		if id, ok := n.(*ast.IdentifierNode); ok && !called[n] {
+			idents = append(idents, id.Value)
+		}
+	}))
+	for _, name := range idents {
+		if _, ok := lookupName(name); !ok && !declared[name] {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func typeWord(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
 		return "a number"
-	case goType == "string":
+	case reflect.String:
 		return "a string"
 	}
-	return "of type " + goType
+	return "of type " + t.String()
 }
 
 // collectNames records which Env names the expression reads, so reports

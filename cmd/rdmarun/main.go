@@ -37,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	devCmd := app.Command("devices", "List RDMA devices, ports and GID tables.")
 	devJSON := devCmd.Flag("json", "Print JSON instead of a table.").Bool()
 
-	lb := newLoopbackCmd(app)
+	lb := newBenchCmd(app)
 	srv := newServeCmd(app)
 	scRun, scValidate := newScenarioCmds(app)
 
@@ -55,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "devices":
 		err = runDevices(stdout, *devJSON)
 	case "bench":
-		err = lb.run(stdout)
+		err = lb.run(stdout, stderr)
 	case "serve":
 		err = srv.run(stderr)
 	case "run":

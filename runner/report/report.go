@@ -12,7 +12,8 @@ import (
 )
 
 // Schema names the JSON layout; it changes only with a new version.
-const Schema = "rdmarun.report/v1"
+// v2 added stop_reason.
+const Schema = "rdmarun.report/v2"
 
 // Status is a run's outcome.
 type Status string
@@ -34,12 +35,25 @@ type Report struct {
 	Peer     string    `json:"peer"`
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
-	// Stopped says why the scenario ended before its last run (abort on
-	// failure, Ctrl-C); empty when it ran to the end.
-	Stopped string  `json:"stopped,omitempty"`
-	Runs    []Run   `json:"runs"`
-	Summary Summary `json:"summary"`
+	// Stopped says, for people, why the scenario ended before its last
+	// run; StopReason says it for programs (the exit code comes from it).
+	// Both are empty when it ran to the end.
+	Stopped    string     `json:"stopped,omitempty"`
+	StopReason StopReason `json:"stop_reason,omitempty"`
+	Runs       []Run      `json:"runs"`
+	Summary    Summary    `json:"summary"`
 }
+
+// StopReason is why a scenario ended before its last run.
+type StopReason string
+
+// The reasons. Each decides an exit code, so a new one needs a new line
+// in runner.ExitStatus and in schema.json.
+const (
+	StopAbortOnFail StopReason = "abort_on_fail" // a failing case has abort_on_fail
+	StopInterrupted StopReason = "interrupted"   // Ctrl-C, or the context ended
+	StopEnvironment StopReason = "environment"   // no device, memlock, responder unreachable
+)
 
 // Run is one expanded run: one case at one size, QP count and mode.
 type Run struct {

@@ -55,7 +55,7 @@ func fixture() *Report {
 			{Case: "write-bw", Index: 3, Status: Errored, Spec: spec(rdma.MeasureBandwidth, 65536, 4, rdma.ModeEvent), Error: "completion error RETRY_EXC_ERR (status 12) on rxe1", Seconds: 4},
 			{Case: "write-bw", Index: 4, Status: Skipped, Spec: spec(rdma.MeasureBandwidth, 1<<20, 4, rdma.ModeEvent)},
 		},
-		Stopped: "abort_on_fail in case write-bw",
+		Stopped: "abort_on_fail in case write-bw", StopReason: StopAbortOnFail,
 	}
 	r.Tally()
 	return r
@@ -67,6 +67,7 @@ func TestWriters(t *testing.T) {
 		write func(*bytes.Buffer, *Report) error
 	}{
 		{"report.txt", func(b *bytes.Buffer, r *Report) error { return Text(b, r) }},
+		{"report.compact.txt", func(b *bytes.Buffer, r *Report) error { return Compact(b, r) }},
 		{"report.json", func(b *bytes.Buffer, r *Report) error { return JSON(b, r) }},
 		{"report.junit.xml", func(b *bytes.Buffer, r *Report) error { return JUnit(b, r) }},
 		{"report.html", func(b *bytes.Buffer, r *Report) error { return HTML(b, r) }},

@@ -64,6 +64,12 @@ func TestJSONMatchesSchema(t *testing.T) {
 		t.Errorf("an undocumented field passed: %v", err)
 	}
 	delete(doc, "surprise")
+	doc["stop_reason"] = "bored"
+	bad, _ = json.Marshal(doc)
+	if err := validateJSON(t, s, bad); err == nil || !strings.Contains(err.Error(), "stop_reason") {
+		t.Errorf("an unknown stop_reason passed: %v", err)
+	}
+	doc["stop_reason"] = string(StopAbortOnFail)
 	doc["runs"].([]any)[0].(map[string]any)["status"] = "great"
 	bad, _ = json.Marshal(doc)
 	if err := validateJSON(t, s, bad); err == nil {

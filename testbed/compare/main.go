@@ -251,7 +251,7 @@ func runRdmarun(o options, t test) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	args := append([]string{"bench", "--peer", net.JoinHostPort(o.serverAddr, "18520"), "--device", o.clientDev,
-		"--gid-index", strconv.Itoa(o.gidIndex), "--inline", "0", "--json"}, t.bench...)
+		"--gid-index", strconv.Itoa(o.gidIndex), "--inline", "0", "--json", "-"}, t.bench...)
 	cmd := exec.CommandContext(ctx, o.rdmarun, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -259,26 +259,29 @@ func runRdmarun(o options, t test) (sample, error) {
 	if err != nil {
 		return sample{}, fmt.Errorf("rdmarun %s: %w: %s", strings.Join(args, " "), err, stderr.Bytes())
 	}
+	// The report (runner/report/schema.json): one run, its result.
 	var doc struct {
-		Results []struct {
-			Latency *struct {
-				RTT    summary  `json:"rtt"`
-				OneWay *summary `json:"one_way"`
-			} `json:"latency"`
-			Bandwidth *struct {
-				Directions []struct {
-					BytesPerSecond float64 `json:"bytes_per_second"`
-				} `json:"directions"`
-			} `json:"bandwidth"`
-		} `json:"results"`
+		Runs []struct {
+			Result struct {
+				Latency *struct {
+					RTT    summary  `json:"rtt"`
+					OneWay *summary `json:"one_way"`
+				} `json:"latency"`
+				Bandwidth *struct {
+					Directions []struct {
+						BytesPerSecond float64 `json:"bytes_per_second"`
+					} `json:"directions"`
+				} `json:"bandwidth"`
+			} `json:"result"`
+		} `json:"runs"`
 	}
 	if err := json.Unmarshal(out, &doc); err != nil {
 		return sample{}, fmt.Errorf("rdmarun --json: %w", err)
 	}
-	if len(doc.Results) != 1 {
-		return sample{}, errors.New("rdmarun --json: want exactly one result")
+	if len(doc.Runs) != 1 {
+		return sample{}, errors.New("rdmarun --json: want exactly one run")
 	}
-	res := doc.Results[0]
+	res := doc.Runs[0].Result
 	if t.bandwidth {
 		if res.Bandwidth == nil || len(res.Bandwidth.Directions) != 1 {
 			return sample{}, errors.New("rdmarun --json: no bandwidth direction")

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/rdmarun/rdmarun/runner"
+	"github.com/rdmarun/rdmarun/runner/report"
+)
+
+// outputs are where a run's report goes, for scenarios and bench alike.
+type outputs struct {
+	json, junit, html string
+	quiet             bool
+	// set records which outputs were given: kingpin hands a lone "-" over
+	// as "", so a given output with an empty path means stdout.
+	set [3]bool
+	// text writes the report to the terminal: report.Text for scenarios,
+	// report.Compact for one bench test.
+	text func(io.Writer, *report.Report) error
+}
+
+func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
+	cmd.Flag("json", "Write the versioned JSON results here (- for stdout).").IsSetByUser(&o.set[0]).StringVar(&o.json)
+	cmd.Flag("junit", "Write JUnit XML here (one testcase per case x size x qps x mode; - for stdout).").IsSetByUser(&o.set[1]).StringVar(&o.junit)
+	cmd.Flag("html", "Write a self-contained HTML report here (- for stdout).").IsSetByUser(&o.set[2]).StringVar(&o.html)
+	cmd.Flag("quiet", "Print only the summary and failures.").BoolVar(&o.quiet)
+}
+
+// execute runs each scenario on its target, prints and writes the
+// reports, and returns the exit code's error: the worst over all
+// scenarios, errors (5) over failures (1).
+func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, at *where, out *outputs) error {
+	for i, p := range []*string{&out.json, &out.junit, &out.html} {
+		if out.set[i] && *p == "" {
+			*p = "-"
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	// A machine-readable output on stdout must not be mixed with text:
+	// the text goes to stderr then.
+	textOut := stdout
+	if out.json == "-" || out.junit == "-" || out.html == "-" {
+		textOut = stderr
+	}
+	worst := exitOK
+	var reports []*report.Report
+	for i, sc := range scs {
+		target, err := at.target(sc)
+		if err != nil {
+			return err
+		}
+		rep, err := runner.Execute(ctx, sc, target, runner.Options{
+			Tool: "rdmarun " + version, File: files[i], Progress: progress(stderr),
+		})
+		target.Close()
+		if err != nil {
+			name := files[i]
+			if name == "" {
+				name = sc.Name
+			}
+			return &exitError{exitInvalid, fmt.Errorf("%s: %w", name, err)}
+		}
+		reports = append(reports, rep)
+		if !out.quiet || rep.Summary.Failed+rep.Summary.Errors > 0 {
+			if err := out.text(textOut, rep); err != nil {
+				return err
+			}
+		}
+		worst = worse(worst, runner.ExitStatus(rep))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	// Results gathered so far are written even after Ctrl-C.
+	if err := out.write(stdout, reports); err != nil {
+		return &exitError{exitEnvironment, err}
+	}
+	if worst != exitOK {
+		return &exitError{worst, fmt.Errorf("%s", map[int]string{exitFailed: "a threshold failed", exitAborted: "a run did not finish", exitEnvironment: "the environment is unusable"}[worst])}
+	}
+	return nil
+}
+
+func worse(a, b int) int {
+	rank := map[int]int{exitOK: 0, exitFailed: 1, exitAborted: 2, exitEnvironment: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// write saves the reports; with several scenarios the file name gets the
+// scenario's name before its extension. "-" is stdout.
+func (o *outputs) write(stdout io.Writer, reports []*report.Report) error {
+	for _, out := range []struct {
+		path  string
+		write func(io.Writer, *report.Report) error
+	}{{o.json, report.JSON}, {o.junit, report.JUnit}, {o.html, report.HTML}} {
+		if out.path == "" {
+			continue
+		}
+		for _, rep := range reports {
+			if out.path == "-" {
+				if err := out.write(stdout, rep); err != nil {
+					return err
+				}
+				continue
+			}
+			path := out.path
+			if len(reports) > 1 {
+				ext := ""
+				if i := strings.LastIndex(path, "."); i > strings.LastIndex(path, "/") {
+					path, ext = path[:i], path[i:]
+				}
+				path = path + "-" + rep.Scenario + ext
+			}
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			err = out.write(f, rep)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("writing %s: %w", path, err)
+			}
+		}
+	}
+	return nil
+}
+
+// progress prints one line per run: on a terminal it rewrites the line,
+// in CI it prints plain lines a log keeps.
+func progress(w io.Writer) func(int, int, *report.Run) {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return func(done, total int, r *report.Run) {
+		if r.Status == "" {
+			if tty {
+				fmt.Fprintf(w, "\r\033[K[%d/%d] %s %s ...", done+1, total, r.Case, r.Label())
+			}
+			return
+		}
+		if tty {
+			fmt.Fprintf(w, "\r\033[K")
+			return
+		}
+		fmt.Fprintf(w, "run %d/%d: %s %s: %s (%.1f s)\n", done, total, r.Case, r.Label(), r.Status, r.Seconds)
+	}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/runner"
+)
+
+// where is the command line's say over where a scenario runs; an empty
+// field leaves the scenario's own setting.
+type where struct {
+	device     string
+	port       int
+	gidIndex   string
+	peer       string
+	peerDevice string
+	tokenFile  string
+	tls        ctrl.TLSConfig
+}
+
+// addTLSFlags registers the client's TLS flags, shared by run and bench.
+func (w *where) addTLSFlags(cmd *kingpin.CmdClause) {
+	addTokenFlag(cmd, &w.tokenFile)
+	cmd.Flag("tls-ca", "Connect with TLS, trusting this CA (PEM).").StringVar(&w.tls.CAFile)
+	cmd.Flag("tls-cert", "Client certificate for TLS (PEM).").StringVar(&w.tls.CertFile)
+	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&w.tls.KeyFile)
+}
+
+// target builds where the scenario runs, flags over the scenario's own
+// settings.
+func (c *where) target(sc *runner.Scenario) (runner.Target, error) {
+	local := runner.Endpoint{Device: sc.Device, Port: sc.Port, GIDIndex: sc.GIDIndex}
+	if c.device != "" {
+		local.Device = c.device
+	}
+	if c.port != 0 {
+		local.Port = c.port
+	}
+	if c.gidIndex != "" {
+		g, err := parseGID(c.gidIndex)
+		if err != nil {
+			return nil, &exitError{exitInvalid, err}
+		}
+		local.GIDIndex = g
+	}
+	if local.Device == "" || local.Device == "auto" {
+		d, err := firstActiveDevice(max(local.Port, 1))
+		if err != nil {
+			return nil, err
+		}
+		local.Device = d
+	}
+	peer, peerDev := sc.Peer, sc.PeerDevice
+	if c.peer != "" {
+		peer = c.peer
+	}
+	if c.peerDevice != "" {
+		peerDev = c.peerDevice
+	}
+	if peer == "" || peer == "loopback" {
+		if peerDev == "" {
+			peerDev = local.Device
+		}
+		return &runner.Loopback{Local: local, Peer: runner.Endpoint{Device: peerDev, Port: local.Port, GIDIndex: local.GIDIndex}, MaxMessage: sc.MaxSize()}, nil
+	}
+	tokenFile := sc.TokenFile
+	if c.tokenFile != "" {
+		tokenFile = c.tokenFile
+	}
+	token, err := readToken(tokenFile)
+	if err != nil {
+		return nil, &exitError{exitInvalid, err}
+	}
+	r := &runner.Remote{Addr: peer, Local: local, PeerDevice: peerDev, Token: token}
+	if local.GIDIndex != rdma.AutoGIDIndex {
+		g := local.GIDIndex
+		r.PeerGID = &g
+	}
+	tlsCfg := sc.TLS
+	if c.tls != (ctrl.TLSConfig{}) {
+		tlsCfg = &c.tls
+	}
+	if tlsCfg != nil {
+		if r.TLS, err = tlsCfg.ClientConfig(); err != nil {
+			return nil, &exitError{exitInvalid, err}
+		}
+	}
+	return r, nil
+}
+
+func firstActiveDevice(port int) (string, error) {
+	devs, err := listDevices()
+	if err != nil {
+		return "", environmentError(err)
+	}
+	for _, d := range devs {
+		if p, err := d.Port(port); err == nil && p.State == "ACTIVE" {
+			return d.Name, nil
+		}
+	}
+	if len(devs) == 0 {
+		return "", environmentError(rdma.ErrNoDevice)
+	}
+	return "", &exitError{exitEnvironment, errors.New("no device has an ACTIVE port " + strconv.Itoa(port) + " (see rdmarun devices)")}
+}

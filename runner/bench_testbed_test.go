@@ -1,0 +1,148 @@
+//go:build testbed
+
+// Runs `rdmarun bench` (RDMARUN_BIN) inside the soft-RoCE VM, rxe1 against
+// rxe0 in one process: bench is a one-case scenario, so it writes the
+// scenario's JSON and JUnit, and --pass decides the exit code.
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/rdmarun/rdmarun/runner/report"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+func benchBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("RDMARUN_BIN")
+	if bin == "" {
+		t.Fatal("RDMARUN_BIN is not set (make testbed-test sets it)")
+	}
+	return bin
+}
+
+// bench runs rdmarun bench with args and returns its exit code and output.
+func bench(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(benchBin(t), append([]string{"bench", "--peer", "loopback", "--device", "rxe1", "--peer-device", "rxe0", "--iters", "200"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String()
+	}
+	t.Fatalf("rdmarun bench: %v", err)
+	return 0, ""
+}
+
+func readSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open("report/schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestBenchOutputsAndPass(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, junitPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.xml")
+	code, out := bench(t, "--json", jsonPath, "--junit", junitPath, "--pass", "p99 < 1s", "--pass", "errors == 0")
+	t.Logf("\n%s", out)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := readSchema(t).Validate(inst); err != nil {
+		t.Errorf("bench's JSON does not match report/schema.json:\n%v", err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Scenario != "bench" || len(rep.Runs) != 1 || rep.Runs[0].Status != report.Passed || len(rep.Runs[0].Verdicts) != 2 ||
+		rep.Runs[0].Result == nil || rep.Runs[0].Result.Latency == nil || rep.Runs[0].Spec.Iterations != 200 {
+		t.Errorf("report %+v", rep)
+	}
+	xmlData, err := os.ReadFile(junitPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal(xmlData, &suites); err != nil || suites.Tests != 1 || suites.Failures != 0 {
+		t.Errorf("JUnit: %v, %+v", err, suites)
+	}
+
+	// A condition that cannot hold fails the test: exit 1, and the JSON
+	// says which and with what value.
+	code, out = bench(t, "--json", jsonPath, "--pass", "p99 < 1ns")
+	t.Logf("\n%s", out)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	data, err = os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep = report.Report{}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 || rep.Runs[0].Status != report.Failed || len(rep.Runs[0].Verdicts) != 1 || rep.Runs[0].Verdicts[0].Passed {
+		t.Errorf("report %+v", rep.Runs)
+	}
+}
+
+// TestBenchBandwidthSweep: both measures and two sizes in one bench, the
+// JSON on stdout.
+func TestBenchBandwidthSweep(t *testing.T) {
+	cmd := exec.Command(benchBin(t), "bench", "--device", "rxe1", "--peer-device", "rxe0", "--measure", "both",
+		"--sizes", "2,4KiB", "--iters", "8", "--json", "-", "--pass", "msg_rate > 0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep report.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, out)
+	}
+	if rep.Summary.Runs != 4 || rep.Summary.Passed != 4 {
+		t.Errorf("summary %+v", rep.Summary)
+	}
+}
