@@ -152,8 +152,8 @@ func TestSpecsPassCheck(t *testing.T) {
 		if s.Measure != rdma.MeasureLatency || s.Size != size || s.Iterations != 20 || s.Op != rdma.OpRead || s.Mode != rdma.ModeBusyPoll {
 			t.Errorf("spec %d = %v, want read latency of %d bytes x20 in busy_poll", i, s, size)
 		}
-		if s.StallTimeout != rdma.Duration(2*time.Second) {
-			t.Errorf("spec %d stall timeout %v, want the module timeout 2s", i, time.Duration(s.StallTimeout))
+		if s.StallTimeout != rdma.Duration(time.Second) {
+			t.Errorf("spec %d stall timeout %v, want half the module timeout 2s", i, time.Duration(s.StallTimeout))
 		}
 		if want := (rdma.QPAttrs{MTU: 1024, Timeout: 14, RetryCnt: 5, RNRRetry: 6}); s.QP != want {
 			t.Errorf("spec %d qp = %+v, want %+v", i, s.QP, want)
@@ -167,6 +167,36 @@ func TestSpecsPassCheck(t *testing.T) {
 		for _, s := range m.Specs() {
 			if err := s.WithDefaults().Check(); err != nil {
 				t.Errorf("module %s: %v", name, err)
+			}
+		}
+	}
+}
+
+// TestStallTimeout: the engine's stall deadline of every spec, latency
+// and bandwidth, is half its module's timeout, as the engine receives it
+// (after rdma's defaults), so that a silent peer fails the verbs loop
+// before the probe's own timeout ends the probe.
+func TestStallTimeout(t *testing.T) {
+	c, err := Load("testdata/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		module string
+		specs  int
+		want   time.Duration
+	}{
+		{"default", 1, 2500 * time.Millisecond},
+		{"rc_read", 4, time.Second},
+		{"uc_send", 2, 2500 * time.Millisecond},
+	} {
+		specs := c.Modules[tc.module].Specs()
+		if len(specs) != tc.specs {
+			t.Fatalf("%s: %d specs, want %d", tc.module, len(specs), tc.specs)
+		}
+		for _, s := range specs {
+			if got := time.Duration(s.WithDefaults().StallTimeout); got != tc.want {
+				t.Errorf("%s %s %d B: stall timeout %v, want %v", tc.module, s.Measure, s.Size, got, tc.want)
 			}
 		}
 	}

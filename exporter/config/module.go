@@ -78,12 +78,10 @@ type Bandwidth struct {
 // WithDefaults, as for any spec.
 func (m Module) Specs() []rdma.TestSpec {
 	base := rdma.TestSpec{
-		Op:     m.Op,
-		Mode:   m.Mode,
-		QPType: m.QP.Type,
-		// A silent peer must cost at most the module's timeout, not rdma's
-		// default stall time.
-		StallTimeout: rdma.Duration(m.Timeout),
+		Op:           m.Op,
+		Mode:         m.Mode,
+		QPType:       m.QP.Type,
+		StallTimeout: m.stallTimeout(),
 		QP: rdma.QPAttrs{
 			MTU:      m.QP.MTU,
 			Timeout:  m.QP.Timeout,
@@ -109,6 +107,13 @@ func (m Module) Specs() []rdma.TestSpec {
 	}
 	return specs
 }
+
+// stallTimeout is how long the engine waits on a silent peer: half the
+// module's timeout, so that the verbs loop gives up first and frees its
+// QPs, and the probe's context, ending at the timeout, only has the
+// control channel left to close. A dead target costs at most the timeout,
+// not rdma's default stall time.
+func (m Module) stallTimeout() rdma.Duration { return rdma.Duration(m.Timeout / 2) }
 
 // The defaults a module's key that is absent takes.
 var (

@@ -26,14 +26,10 @@ type Peer struct {
 type Transport func(ctx context.Context, p Peer, spec rdma.TestSpec) (*rdma.Result, error)
 
 // ProbeRDMA runs spec against target within timeout and records the
-// outcome under k. A dead target costs at most timeout: the engine's own
-// stall deadline is set below it, so the verbs loop gives up first and
-// frees its QPs, and the context ends whatever is left (the control
-// channel).
+// outcome under k. The context ends at timeout whatever is left; the
+// spec's own stall deadline, which the module set below the timeout
+// (config.Module.Specs), lets the verbs loop give up first.
 func ProbeRDMA(ctx context.Context, tr Transport, m *Metrics, k Key, p Peer, spec rdma.TestSpec, timeout time.Duration) error {
-	if limit := rdma.Duration(timeout / 2); spec.StallTimeout == 0 || spec.StallTimeout > limit {
-		spec.StallTimeout = limit
-	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
