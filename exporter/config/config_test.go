@@ -38,13 +38,13 @@ func TestLoadGood(t *testing.T) {
 		},
 		Targets: Targets{
 			Static: []Target{
-				{Name: "node-a", Address: "10.0.0.1:18520", Module: "default"},
-				{Name: "node-b", Address: "[fd00::2]:18520", Module: "rc_read", Device: "mlx5_0"},
+				{Name: "node-a", Address: "10.0.0.1:18520", Module: "default", DevicePort: 1},
+				{Name: "node-b", Address: "[fd00::2]:18520", Module: "rc_read", Device: "mlx5_0", DevicePort: 2},
 			},
 			Files: []string{"testdata/targets.d/rack1.yml", "/etc/rdma_exporter/rack2.yml"},
 			DNS: []DNSTarget{
-				{Name: "_rdma._tcp.svc.local", Module: "default", Refresh: 30 * time.Second},
-				{Name: "rdma-peers.ns.svc.cluster.local", Port: 18520, Module: "uc_send", Device: "rxe0", Refresh: time.Minute},
+				{Name: "_rdma._tcp.svc.local", Module: "default", DevicePort: 1, Refresh: 30 * time.Second},
+				{Name: "rdma-peers.ns.svc.cluster.local", Port: 18520, Module: "uc_send", Device: "rxe0", DevicePort: 2, Refresh: time.Minute},
 			},
 			MaxProbesPerSecond: 5,
 			Jitter:             0.25,
@@ -100,6 +100,8 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"jitter", `targets: jitter 0.7 is outside 0..0.5`},
 		{"dns-no-port", `dns target "peers.example": port is required for an A/AAAA name (1..65535); only SRV names (_service._proto.domain) carry their own`},
 		{"static-no-port", `target "n1": address "10.0.0.1" must be host:port (missing port in address)`},
+		{"device-port", `target "n1": device_port 0 is outside 1..255`},
+		{"dns-device-port", `dns target "peers.example": device_port 256 is outside 1..255`},
 		{"duplicate-target", `targets: duplicate target name "n1"`},
 		{"tls-half", `responder: tls: cert_file and key_file go together`},
 	} {
@@ -208,8 +210,8 @@ func TestLoadTargetFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Target{
-		{Name: "rack1-n1", Address: "10.1.0.1:18520", Module: "default"},
-		{Name: "rack1-n2", Address: "rack1-n2.example:18520", Module: "rc_read", Device: "mlx5_1"},
+		{Name: "rack1-n1", Address: "10.1.0.1:18520", Module: "default", DevicePort: 1},
+		{Name: "rack1-n2", Address: "rack1-n2.example:18520", Module: "rc_read", Device: "mlx5_1", DevicePort: 2},
 	}
 	if !reflect.DeepEqual(ts, want) {
 		t.Errorf("LoadTargetFile = %+v, want %+v", ts, want)
@@ -234,6 +236,7 @@ func TestLoadTargetFileBad(t *testing.T) {
 		{"dup", `duplicate target name "a"`},
 		{"key", "yaml: unmarshal errors:\n  line 1: field addr not found in type config.plain"},
 		{"port", `target "a": address "10.0.0.1" must be host:port (missing port in address)`},
+		{"device-port", `target "a": device_port -1 is outside 1..255`},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := "testdata/targets-invalid-" + tc.file + ".yml"

@@ -31,26 +31,37 @@ type Target struct {
 	Address string `yaml:"address"`
 	Module  string `yaml:"module"`
 	Device  string `yaml:"device"` // local device to probe from; empty: the first one
+	// DevicePort is the port of the local device the probes go from,
+	// and the port label of their series. Not "port": a DNS target's
+	// port is its responders' TCP port.
+	DevicePort int `yaml:"device_port"`
 }
 
 // DNSTarget is a name resolved to targets again every Refresh: an SRV name
 // (_service._proto.domain, which carries its own ports) or a host name
 // whose A/AAAA records are probed on Port.
 type DNSTarget struct {
-	Name    string        `yaml:"name"`
-	Port    int           `yaml:"port"`
-	Module  string        `yaml:"module"`
-	Device  string        `yaml:"device"`
-	Refresh time.Duration `yaml:"refresh"`
+	Name   string `yaml:"name"`
+	Port   int    `yaml:"port"`
+	Module string `yaml:"module"`
+	Device string `yaml:"device"`
+	// DevicePort is the local device's port, as for a Target.
+	DevicePort int           `yaml:"device_port"`
+	Refresh    time.Duration `yaml:"refresh"`
 }
 
 // SRV reports whether the name is looked up as an SRV record.
 func (d DNSTarget) SRV() bool { return strings.HasPrefix(d.Name, "_") }
 
+// DefaultDevicePort is the device port probes go from unless a target
+// says otherwise: the first, as rdma takes it.
+const DefaultDevicePort = 1
+
 // The defaults of the targets' keys that are absent.
 var (
 	defaultTargets   = Targets{MaxProbesPerSecond: 10, Jitter: 0.1}
-	defaultDNSTarget = DNSTarget{Refresh: 30 * time.Second}
+	defaultTarget    = Target{DevicePort: DefaultDevicePort}
+	defaultDNSTarget = DNSTarget{DevicePort: DefaultDevicePort, Refresh: 30 * time.Second}
 )
 
 // LoadTargetFile reads a file of targets: a YAML list shaped like the
@@ -129,7 +140,7 @@ func targetNames(t *Targets) []string {
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
-	*t = Target{}
+	*t = defaultTarget
 	type plain Target
 	if err := unmarshal((*plain)(t)); err != nil {
 		return err
@@ -141,6 +152,9 @@ func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
 		return fmt.Errorf("target %q: module is required", t.Name)
 	}
 	if err := checkHostPort(t.Address, false); err != nil {
+		return fmt.Errorf("target %q: %w", t.Name, err)
+	}
+	if err := checkDevicePort(t.DevicePort); err != nil {
 		return fmt.Errorf("target %q: %w", t.Name, err)
 	}
 	return nil
@@ -164,6 +178,18 @@ func (d *DNSTarget) UnmarshalYAML(unmarshal func(any) error) error {
 		return fmt.Errorf("dns target %q: port is required for an A/AAAA name (1..65535); only SRV names (_service._proto.domain) carry their own", d.Name)
 	case d.Refresh < time.Second:
 		return fmt.Errorf("dns target %q: refresh %v is shorter than 1s", d.Name, d.Refresh)
+	}
+	if err := checkDevicePort(d.DevicePort); err != nil {
+		return fmt.Errorf("dns target %q: %w", d.Name, err)
+	}
+	return nil
+}
+
+// checkDevicePort refuses a port a device cannot have; an absent key has
+// already taken DefaultDevicePort, so a written 0 is an error too.
+func checkDevicePort(p int) error {
+	if p < 1 || p > 255 {
+		return fmt.Errorf("device_port %d is outside 1..255", p)
 	}
 	return nil
 }

@@ -94,6 +94,13 @@ type Key struct {
 	Mode   rdma.Mode
 }
 
+// KeyOf is the label set of spec probed against target from port of
+// device. Every series is labelled through it, so the labels of the
+// scheduled probes and of /probe cannot differ.
+func KeyOf(device string, port int, target string, spec rdma.TestSpec) Key {
+	return Key{Device: device, Port: port, Target: target, Op: spec.Op, Size: spec.WithDefaults().Size, Mode: spec.Mode}
+}
+
 func (k Key) values() []string {
 	return []string{k.Device, strconv.Itoa(k.Port), k.Target, k.Op.String(), strconv.Itoa(k.Size), k.Mode.String()}
 }

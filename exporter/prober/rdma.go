@@ -15,7 +15,8 @@ import (
 // be compared for a change.
 type Peer struct {
 	Addr   string // host:port
-	Device string // local RDMA device; empty: the exporter's default
+	Device string // local RDMA device
+	Port   int    // port of Device
 	// TLS is the client side of a responder that serves TLS; the zero
 	// value dials plain TCP.
 	TLS ctrl.TLSConfig
