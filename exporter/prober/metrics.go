@@ -1,8 +1,10 @@
 // Package prober runs RDMA probes against targets and keeps their results
 // as long-lived Prometheus metrics, as smokeping_prober does: histograms
 // that accumulate over the exporter's life, counters of errors by
-// completion status, and the state of the last probe. One prober per
-// file; this file holds the metrics they share.
+// completion status, and the state of the last probe. The scheduler runs
+// probes on their schedules, Handler one on demand (/probe), both through
+// a Transport (PeerTransport: a remote responder). This file holds the
+// metrics they share.
 package prober
 
 import (
