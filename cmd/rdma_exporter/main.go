@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -79,7 +80,7 @@ func run(args []string) int {
 	sc.RLock()
 	cfg := sc.C
 	sc.RUnlock()
-	device := firstNonEmpty(*deviceFlag, cfg.Responder.Device)
+	device := cmp.Or(*deviceFlag, cfg.Responder.Device)
 	if device == "" {
 		device = activeDevice()
 	}
@@ -175,15 +176,6 @@ func run(args []string) int {
 		return 4
 	}
 	return 0
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // activeDevice is the first device with an ACTIVE port 1, or "".
