@@ -127,6 +127,10 @@ func (q QPSettings) resolve() QPAttrs {
 	return a
 }
 
+// Validate checks the settings with the defaults filled in, for a loader
+// that wants to name a bad attribute before it builds any test.
+func (q QPSettings) Validate() error { return q.resolve().Validate() }
+
 // Settings gives every attribute as an explicit setting.
 func (a QPAttrs) Settings() QPSettings {
 	var q QPSettings

@@ -23,7 +23,7 @@ func TestLoadGood(t *testing.T) {
 			"default": {Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Sizes: []int{2}, QP: defQP, Count: 10, Interval: 15 * time.Second, Timeout: 5 * time.Second},
 			"rc_read": {
 				Op: rdma.OpRead, Mode: rdma.ModeBusyPoll, Sizes: []int{2, 4096, 65536},
-				QP:    QP{Type: rdma.RC, Timeout: 14, RetryCnt: 5, RNRRetry: 6, MTU: 1024},
+				QP:    QP{Type: rdma.RC, Timeout: new(14), RetryCnt: 5, RNRRetry: new(6), MTU: new(1024)},
 				Count: 20, Interval: 30 * time.Second, Timeout: 2 * time.Second,
 				Bandwidth: &Bandwidth{Size: 1 << 20, Duration: 2 * time.Second, Interval: 10 * time.Minute, TxDepth: 16},
 			},
@@ -38,13 +38,13 @@ func TestLoadGood(t *testing.T) {
 		},
 		Targets: Targets{
 			Static: []Target{
-				{Name: "node-a", Address: "10.0.0.1:18520", Module: "default"},
-				{Name: "node-b", Address: "[fd00::2]:18520", Module: "rc_read", Device: "mlx5_0"},
+				{Name: "node-a", Address: "10.0.0.1:18520", Module: "default", DevicePort: 1},
+				{Name: "node-b", Address: "[fd00::2]:18520", Module: "rc_read", Device: "mlx5_0", DevicePort: 2},
 			},
 			Files: []string{"testdata/targets.d/rack1.yml", "/etc/rdma_exporter/rack2.yml"},
 			DNS: []DNSTarget{
-				{Name: "_rdma._tcp.svc.local", Module: "default", Refresh: 30 * time.Second},
-				{Name: "rdma-peers.ns.svc.cluster.local", Port: 18520, Module: "uc_send", Device: "rxe0", Refresh: time.Minute},
+				{Name: "_rdma._tcp.svc.local", Module: "default", DevicePort: 1, Refresh: 30 * time.Second},
+				{Name: "rdma-peers.ns.svc.cluster.local", Port: 18520, Module: "uc_send", Device: "rxe0", DevicePort: 2, Refresh: time.Minute},
 			},
 			MaxProbesPerSecond: 5,
 			Jitter:             0.25,
@@ -53,6 +53,11 @@ func TestLoadGood(t *testing.T) {
 			Listen: "127.0.0.1:9999", Device: "rxe0", TokenFile: "testdata/token",
 			TLS: TLS{CertFile: "testdata/tls/cert.pem", KeyFile: "testdata/tls/key.pem", ClientCAFile: "/etc/ca.pem"},
 		},
+	}
+	// The modules' complete tests are checked in TestModuleTests.
+	for name, m := range c.Modules {
+		m.Tests = nil
+		c.Modules[name] = m
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load(good.yml) =\n%+v\nwant\n%+v", c, want)
@@ -91,7 +96,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"read-uc", `module "rd": latency 2B: op read needs a response from the target, and UC has none; use qp_type rc`},
 		{"write-event", `module "m": latency 2B: op write, measure latency, mode event: an RDMA WRITE makes no completion at its target, so its arrival can only be seen by polling memory; use op write_imm for event mode`},
 		{"atomic-size", `module "m": latency 16B: op cmp_swap works on one 8-byte word; size must be 8, not 16`},
-		{"retry-cnt", `module "m": qp: retry_cnt 0 is outside 1..7`},
+		{"retry-cnt", `module "m": qp: retry_cnt 8 out of range 0..7`},
 		{"bad-duration", "yaml: unmarshal errors:\n  line 3: cannot unmarshal !!int `15` into time.Duration"},
 		{"bandwidth-interval", `module "m": bandwidth: interval 30s is shorter than 10 x duration 5s; a bandwidth probe fills the link while it runs, so it may take at most 1/10 of the time`},
 		{"bandwidth-duration", `module "m": bandwidth: duration -1s must be positive`},
@@ -100,6 +105,8 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"jitter", `targets: jitter 0.7 is outside 0..0.5`},
 		{"dns-no-port", `dns target "peers.example": port is required for an A/AAAA name (1..65535); only SRV names (_service._proto.domain) carry their own`},
 		{"static-no-port", `target "n1": address "10.0.0.1" must be host:port (missing port in address)`},
+		{"device-port", `target "n1": device_port 0 is outside 1..255`},
+		{"dns-device-port", `dns target "peers.example": device_port 256 is outside 1..255`},
 		{"duplicate-target", `targets: duplicate target name "n1"`},
 		{"tls-half", `responder: tls: cert_file and key_file go together`},
 	} {
@@ -138,12 +145,26 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
-func TestSpecsPassCheck(t *testing.T) {
+// TestModuleQPZeros: retry_cnt 0 and timeout 0 are legal attributes, and
+// a module that writes them probes with them, not with the defaults.
+func TestModuleQPZeros(t *testing.T) {
+	c, err := Parse([]byte("modules:\n  m: {qp: {retry_cnt: 0, timeout: 0}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Modules["m"].Tests {
+		if s.QP.RetryCnt != 0 || s.QP.Timeout != 0 || s.QP.RNRRetry != rdma.DefaultQPAttrs().RNRRetry {
+			t.Errorf("qp attrs %+v, want retry_cnt 0, timeout 0 and the default rnr_retry", s.QP)
+		}
+	}
+}
+
+func TestModuleTests(t *testing.T) {
 	c, err := Load("testdata/good.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := c.Modules["rc_read"].Specs()
+	specs := c.Modules["rc_read"].Tests
 	if len(specs) != 4 {
 		t.Fatalf("rc_read: %d specs, want 3 latency + 1 bandwidth", len(specs))
 	}
@@ -152,10 +173,12 @@ func TestSpecsPassCheck(t *testing.T) {
 		if s.Measure != rdma.MeasureLatency || s.Size != size || s.Iterations != 20 || s.Op != rdma.OpRead || s.Mode != rdma.ModeBusyPoll {
 			t.Errorf("spec %d = %v, want read latency of %d bytes x20 in busy_poll", i, s, size)
 		}
-		if s.StallTimeout != rdma.Duration(2*time.Second) {
-			t.Errorf("spec %d stall timeout %v, want the module timeout 2s", i, time.Duration(s.StallTimeout))
+		if s.StallTimeout != rdma.Duration(time.Second) {
+			t.Errorf("spec %d stall timeout %v, want half the module timeout 2s", i, time.Duration(s.StallTimeout))
 		}
-		if want := (rdma.QPAttrs{MTU: 1024, Timeout: 14, RetryCnt: 5, RNRRetry: 6}); s.QP != want {
+		want := rdma.DefaultQPAttrs()
+		want.MTU, want.Timeout, want.RetryCnt, want.RNRRetry = 1024, 14, 5, 6
+		if s.QP != want {
 			t.Errorf("spec %d qp = %+v, want %+v", i, s.QP, want)
 		}
 	}
@@ -164,9 +187,39 @@ func TestSpecsPassCheck(t *testing.T) {
 		t.Errorf("bandwidth spec = %v", bw)
 	}
 	for name, m := range c.Modules {
-		for _, s := range m.Specs() {
-			if err := s.WithDefaults().Check(); err != nil {
+		for _, s := range m.Tests {
+			if err := s.Ready(); err != nil {
 				t.Errorf("module %s: %v", name, err)
+			}
+		}
+	}
+}
+
+// TestStallTimeout: the engine's stall deadline of every spec, latency
+// and bandwidth, is half its module's timeout, as the engine receives it
+// (after rdma's defaults), so that a silent peer fails the verbs loop
+// before the probe's own timeout ends the probe.
+func TestStallTimeout(t *testing.T) {
+	c, err := Load("testdata/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		module string
+		specs  int
+		want   time.Duration
+	}{
+		{"default", 1, 2500 * time.Millisecond},
+		{"rc_read", 4, time.Second},
+		{"uc_send", 2, 2500 * time.Millisecond},
+	} {
+		specs := c.Modules[tc.module].Tests
+		if len(specs) != tc.specs {
+			t.Fatalf("%s: %d specs, want %d", tc.module, len(specs), tc.specs)
+		}
+		for _, s := range specs {
+			if got := time.Duration(s.StallTimeout); got != tc.want {
+				t.Errorf("%s %s %d B: stall timeout %v, want %v", tc.module, s.Measure, s.Size, got, tc.want)
 			}
 		}
 	}
@@ -178,8 +231,8 @@ func TestLoadTargetFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Target{
-		{Name: "rack1-n1", Address: "10.1.0.1:18520", Module: "default"},
-		{Name: "rack1-n2", Address: "rack1-n2.example:18520", Module: "rc_read", Device: "mlx5_1"},
+		{Name: "rack1-n1", Address: "10.1.0.1:18520", Module: "default", DevicePort: 1},
+		{Name: "rack1-n2", Address: "rack1-n2.example:18520", Module: "rc_read", Device: "mlx5_1", DevicePort: 2},
 	}
 	if !reflect.DeepEqual(ts, want) {
 		t.Errorf("LoadTargetFile = %+v, want %+v", ts, want)
@@ -204,6 +257,7 @@ func TestLoadTargetFileBad(t *testing.T) {
 		{"dup", `duplicate target name "a"`},
 		{"key", "yaml: unmarshal errors:\n  line 1: field addr not found in type config.plain"},
 		{"port", `target "a": address "10.0.0.1" must be host:port (missing port in address)`},
+		{"device-port", `target "a": device_port -1 is outside 1..255`},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := "testdata/targets-invalid-" + tc.file + ".yml"
@@ -231,9 +285,12 @@ func FuzzLoad(f *testing.F) {
 		}
 		// What loads must run: the load-time check is the only one.
 		for name, m := range c.Modules {
-			for _, s := range m.Specs() {
-				if err := s.WithDefaults().Check(); err != nil {
-					t.Errorf("module %s loaded but its spec fails: %v", name, err)
+			if len(m.Tests) == 0 {
+				t.Errorf("module %s loaded with no tests", name)
+			}
+			for _, s := range m.Tests {
+				if _, err := s.Settings().Complete(); err != nil || s.Ready() != nil {
+					t.Errorf("module %s loaded but its test fails: %v", name, err)
 				}
 			}
 		}

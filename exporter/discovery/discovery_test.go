@@ -231,9 +231,9 @@ func TestPrevious(t *testing.T) {
 		{
 			name: "module changed",
 			cfg: func(c *config.Config) {
-				c.Targets.DNS[0].Module, c.Targets.DNS[0].Device = "other", "rxe1"
+				c.Targets.DNS[0].Module, c.Targets.DNS[0].Device, c.Targets.DNS[0].DevicePort = "other", "rxe1", 2
 			},
-			want: []config.Target{{Name: "_x._tcp/n1:7", Address: "10.0.1.1:7", Module: "m"}, {Name: "peers/10.0.0.1", Address: "10.0.0.1:7", Module: "other", Device: "rxe1"}, rack2[0]},
+			want: []config.Target{{Name: "_x._tcp/n1:7", Address: "10.0.1.1:7", Module: "m"}, {Name: "peers/10.0.0.1", Address: "10.0.0.1:7", Module: "other", Device: "rxe1", DevicePort: 2}, rack2[0]},
 		},
 		{
 			name: "port changed, file's module gone",

@@ -32,7 +32,7 @@ func newDNSSource(d *Discoverer, t config.DNSTarget) *dnsSource {
 }
 
 // seed takes the last good answer of the same lookup from prev, with this
-// configuration's module and device.
+// configuration's module, device and device port.
 func (s *dnsSource) seed(prev []*dnsSource) {
 	for _, p := range prev {
 		if p.t.Name != s.t.Name || p.t.Port != s.t.Port || p.last == nil {
@@ -40,7 +40,7 @@ func (s *dnsSource) seed(prev []*dnsSource) {
 		}
 		s.last = make([]config.Target, len(p.last))
 		for i, t := range p.last {
-			t.Module, t.Device = s.t.Module, s.t.Device
+			t.Module, t.Device, t.DevicePort = s.t.Module, s.t.Device, s.t.DevicePort
 			s.last[i] = t
 		}
 		return
@@ -192,7 +192,7 @@ func (s *dnsSource) lookupSRV(ctx context.Context) ([]config.Target, error) {
 }
 
 func (s *dnsSource) target(suffix, address string) config.Target {
-	return config.Target{Name: s.t.Name + "/" + suffix, Address: address, Module: s.t.Module, Device: s.t.Device}
+	return config.Target{Name: s.t.Name + "/" + suffix, Address: address, Module: s.t.Module, Device: s.t.Device, DevicePort: s.t.DevicePort}
 }
 
 // preferred picks one of a host's addresses the same way every time,

@@ -83,7 +83,7 @@ func srv(target string, port uint16) *net.SRV { return &net.SRV{Target: target, 
 func TestDNSRefresh(t *testing.T) {
 	const host, srvName = "peers.example", "_rdma._tcp.example"
 	hostT := func(ip, addr string) config.Target {
-		return config.Target{Name: host + "/" + ip, Address: addr, Module: "m", Device: "rxe0"}
+		return config.Target{Name: host + "/" + ip, Address: addr, Module: "m", Device: "rxe0", DevicePort: 2}
 	}
 	srvT := func(hostPort, addr string) config.Target {
 		return config.Target{Name: srvName + "/" + hostPort, Address: addr, Module: "m"}
@@ -101,7 +101,7 @@ func TestDNSRefresh(t *testing.T) {
 	}{
 		{
 			name: "A and AAAA",
-			dns:  config.DNSTarget{Name: host, Port: 18520, Module: "m", Device: "rxe0", Refresh: time.Minute},
+			dns:  config.DNSTarget{Name: host, Port: 18520, Module: "m", Device: "rxe0", DevicePort: 2, Refresh: time.Minute},
 			steps: []step{
 				{what: "no such name yet", answer: func(f *fakeResolver) {}, want: nil, errs: 1},
 				{

@@ -15,11 +15,19 @@ var modules = map[string]config.Module{"m": {}, "other": {}}
 
 var (
 	rack1 = []config.Target{
-		tgt("rack1-n1", "10.1.0.1:18520", "m"),
-		{Name: "rack1-n2", Address: "rack1-n2.example:18520", Module: "other", Device: "mlx5_1"},
+		fileTgt("rack1-n1", "10.1.0.1:18520", "m"),
+		{Name: "rack1-n2", Address: "rack1-n2.example:18520", Module: "other", Device: "mlx5_1", DevicePort: config.DefaultDevicePort},
 	}
-	rack2 = []config.Target{tgt("rack2-n1", "[fd00::21]:18520", "m")}
+	rack2 = []config.Target{fileTgt("rack2-n1", "[fd00::21]:18520", "m")}
 )
+
+// fileTgt is a target as read from a file, where an absent device_port
+// takes the default.
+func fileTgt(name, addr, module string) config.Target {
+	t := tgt(name, addr, module)
+	t.DevicePort = config.DefaultDevicePort
+	return t
+}
 
 func testdata(t *testing.T, name string) []byte {
 	t.Helper()
@@ -140,12 +148,12 @@ func TestFilesFollowed(t *testing.T) {
 	}}
 	d := New(cfg, WithFileInterval(time.Hour))
 	r := startRun(t, d)
-	k8sA, k8sB := tgt("k8s-a", "10.8.0.1:1", "m"), tgt("k8s-b", "10.8.0.2:1", "m")
+	k8sA, k8sB := fileTgt("k8s-a", "10.8.0.1:1", "m"), fileTgt("k8s-b", "10.8.0.2:1", "m")
 	static := tgt("static", "10.9.0.1:1", "m")
 	r.want(t, "first", 0, k8sA, rack1[0], rack1[1], rack2[0], static)
 
 	replace(t, p2, []byte("- {name: rack2-n2, address: 10.2.0.2:1, module: m}\n"))
-	rack2n2 := tgt("rack2-n2", "10.2.0.2:1", "m")
+	rack2n2 := fileTgt("rack2-n2", "10.2.0.2:1", "m")
 	r.want(t, "renamed over", 5*time.Second, k8sA, rack1[0], rack1[1], rack2n2, static)
 
 	write(t, p1, []byte("- {name: rack1-n1, address: 10.1.0.1:18520, module: m}\n"))

@@ -1,8 +1,10 @@
 // Package prober runs RDMA probes against targets and keeps their results
 // as long-lived Prometheus metrics, as smokeping_prober does: histograms
 // that accumulate over the exporter's life, counters of errors by
-// completion status, and the state of the last probe. One prober per
-// file; this file holds the metrics they share.
+// completion status, and the state of the last probe. The scheduler runs
+// probes on their schedules, Handler one on demand (/probe), both through
+// a Transport (PeerTransport: a remote responder). This file holds the
+// metrics they share.
 package prober
 
 import (
@@ -92,6 +94,13 @@ type Key struct {
 	Op     rdma.Op
 	Size   int
 	Mode   rdma.Mode
+}
+
+// KeyOf is the label set of spec probed against target from port of
+// device. Every series is labelled through it, so the labels of the
+// scheduled probes and of /probe cannot differ.
+func KeyOf(device string, port int, target string, spec rdma.Test) Key {
+	return Key{Device: device, Port: port, Target: target, Op: spec.Op, Size: spec.Size, Mode: spec.Mode}
 }
 
 func (k Key) values() []string {

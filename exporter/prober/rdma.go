@@ -15,7 +15,8 @@ import (
 // be compared for a change.
 type Peer struct {
 	Addr   string // host:port
-	Device string // local RDMA device; empty: the exporter's default
+	Device string // local RDMA device
+	Port   int    // port of Device
 	// TLS is the client side of a responder that serves TLS; the zero
 	// value dials plain TCP.
 	TLS ctrl.TLSConfig
@@ -23,17 +24,13 @@ type Peer struct {
 
 // Transport runs one test against a peer: peer.Run against a remote
 // responder in the exporter, a fake in tests of the logic above it.
-type Transport func(ctx context.Context, p Peer, spec rdma.TestSpec) (*rdma.Result, error)
+type Transport func(ctx context.Context, p Peer, spec rdma.Test) (*rdma.Result, error)
 
 // ProbeRDMA runs spec against target within timeout and records the
-// outcome under k. A dead target costs at most timeout: the engine's own
-// stall deadline is set below it, so the verbs loop gives up first and
-// frees its QPs, and the context ends whatever is left (the control
-// channel).
-func ProbeRDMA(ctx context.Context, tr Transport, m *Metrics, k Key, p Peer, spec rdma.TestSpec, timeout time.Duration) error {
-	if limit := rdma.Duration(timeout / 2); spec.StallTimeout == 0 || spec.StallTimeout > limit {
-		spec.StallTimeout = limit
-	}
+// outcome under k. The context ends at timeout whatever is left; the
+// spec's own stall deadline, which the module set below the timeout
+// (config.Module.Tests), lets the verbs loop give up first.
+func ProbeRDMA(ctx context.Context, tr Transport, m *Metrics, k Key, p Peer, spec rdma.Test, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()

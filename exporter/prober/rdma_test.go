@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"strings"
 	"syscall"
@@ -34,10 +35,10 @@ func TestProbeSuccess(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	m.Init(key, false)
-	tr := func(context.Context, Peer, rdma.TestSpec) (*rdma.Result, error) {
+	tr := func(context.Context, Peer, rdma.Test) (*rdma.Result, error) {
 		return latencyResult(1500, 1600, 25000), nil
 	}
-	if err := ProbeRDMA(context.Background(), tr, m, key, Peer{Addr: key.Target}, rdma.TestSpec{Op: rdma.OpWrite}, time.Second); err != nil {
+	if err := ProbeRDMA(context.Background(), tr, m, key, Peer{Addr: key.Target}, complete(rdma.TestSpec{Op: rdma.OpWrite}), time.Second); err != nil {
 		t.Fatal(err)
 	}
 	want := `
@@ -110,9 +111,12 @@ func TestProbeFailures(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			m := NewMetrics(reg)
 			m.Init(key, false)
-			tr := func(ctx context.Context, _ Peer, spec rdma.TestSpec) (*rdma.Result, error) {
-				if spec.StallTimeout > rdma.Duration(50*time.Millisecond) {
-					t.Errorf("stall timeout %v not below half the probe timeout", time.Duration(spec.StallTimeout))
+			// The module decides the stall deadline (half its timeout);
+			// the probe passes it on as it is.
+			sent := complete(rdma.TestSpec{Op: rdma.OpWrite, StallTimeout: rdma.Duration(50 * time.Millisecond)})
+			tr := func(ctx context.Context, _ Peer, spec rdma.Test) (*rdma.Result, error) {
+				if !reflect.DeepEqual(spec, sent) {
+					t.Errorf("transport got spec %+v, want the probe's %+v", spec, sent)
 				}
 				if tc.delay > 0 {
 					<-ctx.Done()
@@ -121,7 +125,7 @@ func TestProbeFailures(t *testing.T) {
 				return nil, tc.err
 			}
 			start := time.Now()
-			err := ProbeRDMA(context.Background(), tr, m, key, Peer{Addr: key.Target}, rdma.TestSpec{Op: rdma.OpWrite}, 100*time.Millisecond)
+			err := ProbeRDMA(context.Background(), tr, m, key, Peer{Addr: key.Target}, sent, 100*time.Millisecond)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -220,13 +224,13 @@ func BenchmarkProbeRound(b *testing.B) {
 		samples[i] = int64(2000 + i*37)
 	}
 	res := latencyResult(samples...)
-	tr := func(context.Context, Peer, rdma.TestSpec) (*rdma.Result, error) { return res, nil }
+	tr := func(context.Context, Peer, rdma.Test) (*rdma.Result, error) { return res, nil }
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime()
 	for range b.N {
 		for _, k := range keys {
-			_ = ProbeRDMA(context.Background(), tr, m, k, Peer{Addr: k.Target}, rdma.TestSpec{Op: rdma.OpWrite}, time.Second)
+			_ = ProbeRDMA(context.Background(), tr, m, k, Peer{Addr: k.Target}, complete(rdma.TestSpec{Op: rdma.OpWrite}), time.Second)
 		}
 	}
 	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
@@ -238,9 +242,9 @@ func BenchmarkProbeRound(b *testing.B) {
 func BenchmarkScrape(b *testing.B) {
 	reg, m, keys, heap := benchTargets(b, 1000)
 	res := latencyResult(2000, 3000, 5000, 9000, 40000)
-	tr := func(context.Context, Peer, rdma.TestSpec) (*rdma.Result, error) { return res, nil }
+	tr := func(context.Context, Peer, rdma.Test) (*rdma.Result, error) { return res, nil }
 	for _, k := range keys {
-		_ = ProbeRDMA(context.Background(), tr, m, k, Peer{Addr: k.Target}, rdma.TestSpec{Op: rdma.OpWrite}, time.Second)
+		_ = ProbeRDMA(context.Background(), tr, m, k, Peer{Addr: k.Target}, complete(rdma.TestSpec{Op: rdma.OpWrite}), time.Second)
 	}
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	req := httptest.NewRequest("GET", "/metrics", nil)

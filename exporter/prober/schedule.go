@@ -15,7 +15,7 @@ import (
 type Job struct {
 	Key      Key
 	Peer     Peer // the target's responder
-	Spec     rdma.TestSpec
+	Spec     rdma.Test
 	Interval time.Duration
 	Timeout  time.Duration
 }

@@ -24,7 +24,7 @@ type recorder struct {
 	delay    time.Duration
 }
 
-func (r *recorder) run(ctx context.Context, p Peer, spec rdma.TestSpec) (*rdma.Result, error) {
+func (r *recorder) run(ctx context.Context, p Peer, spec rdma.Test) (*rdma.Result, error) {
 	target := p.Addr
 	n := r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
@@ -50,7 +50,7 @@ func jobs(targets ...string) []Job {
 	for _, tg := range targets {
 		k := key
 		k.Target = tg
-		out = append(out, Job{Key: k, Peer: Peer{Addr: tg}, Spec: rdma.TestSpec{Op: rdma.OpWrite}, Interval: 20 * time.Millisecond, Timeout: time.Second})
+		out = append(out, Job{Key: k, Peer: Peer{Addr: tg}, Spec: complete(rdma.TestSpec{Op: rdma.OpWrite}), Interval: 20 * time.Millisecond, Timeout: time.Second})
 	}
 	return out
 }
