@@ -10,10 +10,12 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rdmarun/rdmarun/runner/report"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -31,7 +33,13 @@ func benchBin(t *testing.T) string {
 // bench runs rdmarun bench with args and returns its exit code and output.
 func bench(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(benchBin(t), append([]string{"bench", "--peer", "loopback", "--device", "rxe1", "--peer-device", "rxe0", "--iters", "200"}, args...)...)
+	return benchAt(t, "loopback", append([]string{"--peer-device", "rxe0", "--iters", "200"}, args...)...)
+}
+
+// benchAt runs rdmarun bench on rxe1 against peer.
+func benchAt(t *testing.T, peer string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(benchBin(t), append([]string{"bench", "--peer", peer, "--device", "rxe1"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -144,5 +152,53 @@ func TestBenchBandwidthSweep(t *testing.T) {
 	}
 	if rep.Summary.Runs != 4 || rep.Summary.Passed != 4 {
 		t.Errorf("summary %+v", rep.Summary)
+	}
+}
+
+// TestBenchRemote: against `rdmarun serve` bench passes as on loopback;
+// against an address nothing listens on, the report's stop reason is
+// environment and bench exits 4.
+func TestBenchRemote(t *testing.T) {
+	addr := "10.0.0.1:18590"
+	serve := exec.Command(benchBin(t), "serve", "--device", "rxe0", "--listen", addr)
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		serve.Process.Kill()
+		serve.Wait()
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rdmarun serve did not listen on %s: %v", addr, err)
+		}
+	}
+	jsonPath := filepath.Join(t.TempDir(), "out.json")
+	code, out := benchAt(t, addr, "--iters", "50", "--json", jsonPath, "--pass", "p99 < 1s")
+	t.Logf("\n%s", out)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+
+	code, out = benchAt(t, "10.0.0.1:1", "--iters", "50", "--json", jsonPath)
+	t.Logf("\n%s", out)
+	if code != 4 {
+		t.Errorf("exit %d, want 4", code)
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.StopReason != report.StopEnvironment || rep.Summary.Errors != 1 {
+		t.Errorf("stop reason %q, summary %+v", rep.StopReason, rep.Summary)
 	}
 }

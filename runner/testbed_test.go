@@ -83,23 +83,7 @@ func TestRoCESweepEndToEnd(t *testing.T) {
 		return b
 	}
 	// The real output must match the documented schema.
-	sf, err := os.Open("report/schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sf.Close()
-	schemaDoc, err := jsonschema.UnmarshalJSON(sf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	comp := jsonschema.NewCompiler()
-	if err := comp.AddResource("schema.json", schemaDoc); err != nil {
-		t.Fatal(err)
-	}
-	schema, err := comp.Compile("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	schema := readSchema(t)
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(read("roce-sweep.json")))
 	if err != nil {
 		t.Fatal(err)

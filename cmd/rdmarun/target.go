@@ -22,12 +22,12 @@ type where struct {
 	tls        ctrl.TLSConfig
 }
 
-// addTLSFlags registers the client's TLS flags, shared by run and bench.
-func (w *where) addTLSFlags(cmd *kingpin.CmdClause) {
-	addTokenFlag(cmd, &w.tokenFile)
-	cmd.Flag("tls-ca", "Connect with TLS, trusting this CA (PEM).").StringVar(&w.tls.CAFile)
-	cmd.Flag("tls-cert", "Client certificate for TLS (PEM).").StringVar(&w.tls.CertFile)
-	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&w.tls.KeyFile)
+// addTLSFlags registers the client's token and TLS flags, shared by run and bench.
+func (c *where) addTLSFlags(cmd *kingpin.CmdClause) {
+	addTokenFlag(cmd, &c.tokenFile)
+	cmd.Flag("tls-ca", "Connect with TLS, trusting this CA (PEM).").StringVar(&c.tls.CAFile)
+	cmd.Flag("tls-cert", "Client certificate for TLS (PEM).").StringVar(&c.tls.CertFile)
+	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&c.tls.KeyFile)
 }
 
 // target builds where the scenario runs, flags over the scenario's own

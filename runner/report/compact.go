@@ -71,21 +71,8 @@ func Compact(w io.Writer, r *Report) error {
 			return err
 		}
 	}
-	for _, run := range r.Runs {
-		if run.Error != "" {
-			fmt.Fprintf(w, "%s: error: %s\n", run.Label(), run.Error)
-		}
-		for _, v := range run.Verdicts {
-			if !v.Passed {
-				fmt.Fprintf(w, "%s: FAILED %s%s\n", run.Label(), v.Expr, valuesText(v))
-			}
-		}
-	}
-	s := r.Summary
-	fmt.Fprintf(w, "\n%d runs: %d passed, %d failed, %d errors, %d skipped\n", s.Runs, s.Passed, s.Failed, s.Errors, s.Skipped)
-	if r.Stopped != "" {
-		fmt.Fprintf(w, "stopped early: %s\n", r.Stopped)
-	}
+	problems(w, r.Runs, "")
+	summary(w, r)
 	return nil
 }
 

@@ -28,23 +28,34 @@ func Text(w io.Writer, r *Report) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		for _, run := range c.Runs {
-			if run.Error != "" {
-				fmt.Fprintf(w, "  %s: error: %s\n", run.Label(), run.Error)
-			}
-			for _, v := range run.Verdicts {
-				if !v.Passed {
-					fmt.Fprintf(w, "  %s: FAILED %s%s\n", run.Label(), v.Expr, valuesText(v))
-				}
+		problems(w, c.Runs, "  ")
+	}
+	summary(w, r)
+	return nil
+}
+
+// problems lists the runs' errors and the verdicts that failed, each
+// line starting with indent.
+func problems(w io.Writer, runs []Run, indent string) {
+	for _, run := range runs {
+		if run.Error != "" {
+			fmt.Fprintf(w, "%s%s: error: %s\n", indent, run.Label(), run.Error)
+		}
+		for _, v := range run.Verdicts {
+			if !v.Passed {
+				fmt.Fprintf(w, "%s%s: FAILED %s%s\n", indent, run.Label(), v.Expr, valuesText(v))
 			}
 		}
 	}
+}
+
+// summary closes a report: the counts, and why it stopped early.
+func summary(w io.Writer, r *Report) {
 	s := r.Summary
 	fmt.Fprintf(w, "\n%d runs: %d passed, %d failed, %d errors, %d skipped\n", s.Runs, s.Passed, s.Failed, s.Errors, s.Skipped)
 	if r.Stopped != "" {
 		fmt.Fprintf(w, "stopped early: %s\n", r.Stopped)
 	}
-	return nil
 }
 
 func metricCells(res *rdma.Result) []string {
