@@ -3,6 +3,7 @@ package runner
 import (
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,5 +82,34 @@ func TestKnobNames(t *testing.T) {
 		if k.Type == "" || k.Default == "" || k.Help == "" {
 			t.Errorf("knob %s lacks a type, default or help: %+v", k.Name, k)
 		}
+	}
+}
+
+// TestKnobDefaultsAreTheEngines: a knob's documented default, where it is
+// one value, is what the engine runs when the knob is left out, so the
+// table (and bench's help) cannot drift from rdma.TestSpec.Complete.
+func TestKnobDefaultsAreTheEngines(t *testing.T) {
+	base := []Setting{{Key: "op", Value: "send"}, {Key: "measure", Value: "latency"}}
+	without, err := Single("defaults", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, k := range Knobs() {
+		if k.Check(k.Default) != nil {
+			continue // a default that depends on other settings, in words
+		}
+		with, err := Single("defaults", append(slices.Clone(base), Setting{Key: k.Name, Value: k.Default}))
+		if err != nil {
+			t.Errorf("%s: its default %q does not load: %v", k.Name, k.Default, err)
+			continue
+		}
+		if got, want := with.Runs()[0].Spec.String(), without.Runs()[0].Spec.String(); got != want {
+			t.Errorf("%s: %s given as its default %q runs\n%s\nleft out it runs\n%s", k.Name, k.Name, k.Default, got, want)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Errorf("only %d knobs have a single-value default; the check reads too little", checked)
 	}
 }

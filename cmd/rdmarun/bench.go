@@ -42,14 +42,13 @@ func newBenchCmd(app *kingpin.Application) *benchCmd {
 		for _, a := range k.Aliases {
 			help += " Also --" + a + "."
 		}
-		f := c.knob(cmd, k.Name, k.Flag(), help, k.IsBool())
-		// A literal default shows in --help; one that depends on other
-		// settings is left to the engine, and said in the help.
-		if !k.IsBool() && len(k.Aliases) == 0 && k.Check(k.Default) == nil {
-			f.Default(k.Default)
-		} else if !k.IsBool() {
-			f.Help(help + " Default: " + k.Default + ".")
+		// No flag default: a knob not given is left to the engine, which
+		// applies its defaults in one place (rdma.TestSpec.Complete); the
+		// help only says what that default is.
+		if !k.IsBool() {
+			help += " Default: " + k.Default + "."
 		}
+		c.knob(cmd, k.Name, k.Flag(), help, k.IsBool())
 		for _, a := range k.Aliases {
 			c.knob(cmd, k.Name, a, help, k.IsBool()).Hidden()
 		}
