@@ -1,6 +1,12 @@
 // Package rdma is the verbs core of rdmarun and rdma_exporter: device
 // discovery, endpoints (PD, MR, CQ, QP) and the measured loops.
 //
+// A test is given as a TestSpec, whose zero fields (and nil QP settings)
+// mean "the default". TestSpec.Complete is the one place defaults are
+// filled in and the combination checked; it returns a Test, the only form
+// Pair.Run, Endpoint.Prepare and the peer package accept, and the form
+// results record.
+//
 // The files that import "C" are split by job: verbs_linux.go (the cgo
 // flags and verbs error helpers), devices_linux.go (what libibverbs says
 // about each device), endpoint_linux.go (an endpoint's verbs objects and
