@@ -99,20 +99,9 @@ func client(r *responder) peer.ClientConfig {
 	return peer.ClientConfig{Addr: r.addr, Device: "rxe1", GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second}
 }
 
-// complete makes the engine's form of spec, failing the test when the
-// spec cannot run.
-func complete(t *testing.T, spec rdma.TestSpec) rdma.Test {
-	t.Helper()
-	c, err := spec.Complete()
-	if err != nil {
-		t.Fatalf("%s: %v", spec, err)
-	}
-	return c
-}
-
 func run(t *testing.T, r *responder, spec rdma.TestSpec) *rdma.Result {
 	t.Helper()
-	res, err := peer.Run(context.Background(), client(r), complete(t, spec))
+	res, err := peer.Run(context.Background(), client(r), rdmatest.Complete(t, spec))
 	if err != nil {
 		t.Fatalf("%s: %v\nresponder log:\n%s", spec, err, r.output())
 	}
@@ -211,7 +200,7 @@ func TestServeSurvivesMisbehaviour(t *testing.T) {
 	cfg := client(r)
 	cfg.Token = "wrong"
 	start := time.Now()
-	_, err := peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10}))
+	_, err := peer.Run(context.Background(), cfg, rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10}))
 	if !errors.Is(err, ctrl.ErrAuth) {
 		t.Fatalf("wrong token: got %v, want ErrAuth", err)
 	}
@@ -222,14 +211,14 @@ func TestServeSurvivesMisbehaviour(t *testing.T) {
 
 	// No token at all against a responder that has one.
 	cfg.Token = ""
-	if _, err := peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10})); err == nil || !strings.Contains(err.Error(), "token") {
+	if _, err := peer.Run(context.Background(), cfg, rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10})); err == nil || !strings.Contains(err.Error(), "token") {
 		t.Fatalf("missing token: got %v", err)
 	}
 
 	// After all that, a correct client is served.
 	cfg.Token = "s3cret"
 	for range 3 {
-		res, err := peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 50, Validate: true}))
+		res, err := peer.Run(context.Background(), cfg, rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 50, Validate: true}))
 		if err != nil {
 			t.Fatalf("correct client after misbehaviour: %v\n%s", err, r.output())
 		}
@@ -259,7 +248,7 @@ func TestSilentResponder(t *testing.T) {
 	}()
 	cfg := peer.ClientConfig{Addr: ln.Addr().String(), Device: "rxe1", GIDIndex: rdma.AutoGIDIndex, StepTimeout: 2 * time.Second}
 	start := time.Now()
-	_, err = peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10}))
+	_, err = peer.Run(context.Background(), cfg, rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10}))
 	took := time.Since(start)
 	var pe *peer.Error
 	if !errors.As(err, &pe) || pe.Stage != peer.StageHandshake {
@@ -277,7 +266,7 @@ func faultRun(t *testing.T, r *responder, spec rdma.TestSpec, inject func()) (ti
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := peer.Run(context.Background(), client(r), complete(t, spec))
+		_, err := peer.Run(context.Background(), client(r), rdmatest.Complete(t, spec))
 		done <- err
 	}()
 	time.Sleep(time.Second)
@@ -376,7 +365,7 @@ func TestResponderKilled(t *testing.T) {
 // TestGIDTypeMismatch: a peer that announces a RoCE v1 GID where this end
 // uses v2 is refused before any QP moves.
 func TestGIDTypeMismatch(t *testing.T) {
-	spec := complete(t, rdma.TestSpec{Op: rdma.OpWrite})
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWrite})
 	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}))
 	if err != nil {
 		t.Fatal(err)
@@ -405,7 +394,7 @@ func TestTLS(t *testing.T) {
 	}
 	cfg := client(r)
 	cfg.TLS, cfg.Token = tlsCfg, "tls-and-token"
-	res, err := peer.Run(context.Background(), cfg, complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 50, Validate: true}))
+	res, err := peer.Run(context.Background(), cfg, rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 50, Validate: true}))
 	if err != nil {
 		t.Fatalf("over TLS: %v\n%s", err, r.output())
 	}
@@ -413,7 +402,7 @@ func TestTLS(t *testing.T) {
 
 	plain := client(r)
 	plain.Token = "tls-and-token"
-	_, err = peer.Run(context.Background(), plain, complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 10}))
+	_, err = peer.Run(context.Background(), plain, rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 10}))
 	if err == nil || !strings.Contains(err.Error(), "TLS") {
 		t.Fatalf("plain client to a TLS responder: got %v, want an error naming TLS", err)
 	}

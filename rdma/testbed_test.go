@@ -67,20 +67,9 @@ func TestTestbedDevices(t *testing.T) {
 	}
 }
 
-// complete makes the engine's form of spec, failing the test when the
-// spec cannot run.
-func complete(t *testing.T, spec rdma.TestSpec) rdma.Test {
-	t.Helper()
-	c, err := spec.Complete()
-	if err != nil {
-		t.Fatalf("%s: %v", spec, err)
-	}
-	return c
-}
-
 func newPair(t *testing.T, a, b string, s rdma.TestSpec) *rdma.Pair {
 	t.Helper()
-	spec := complete(t, s)
+	spec := rdmatest.Complete(t, s)
 	ca, cb := rdma.PairConfig(spec,
 		rdma.EndpointConfig{Device: a, GIDIndex: rdma.AutoGIDIndex},
 		rdma.EndpointConfig{Device: b, GIDIndex: rdma.AutoGIDIndex})
@@ -99,7 +88,7 @@ func newPair(t *testing.T, a, b string, s rdma.TestSpec) *rdma.Pair {
 func run(t *testing.T, a, b string, spec rdma.TestSpec) *rdma.Result {
 	t.Helper()
 	p := newPair(t, a, b, spec)
-	r, err := p.Run(context.Background(), complete(t, spec))
+	r, err := p.Run(context.Background(), rdmatest.Complete(t, spec))
 	if err != nil {
 		t.Fatalf("%s: %v", spec, err)
 	}
@@ -233,7 +222,7 @@ func TestHugepages(t *testing.T) {
 	if err := os.WriteFile("/proc/sys/vm/nr_hugepages", []byte("0"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := rdma.NewEndpoint(rdma.SpecConfig(complete(t, spec), rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}))
+	_, err := rdma.NewEndpoint(rdma.SpecConfig(rdmatest.Complete(t, spec), rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}))
 	if err == nil || !strings.Contains(err.Error(), "/proc/sys/vm/nr_hugepages") {
 		t.Fatalf("without reserved huge pages: got %v", err)
 	}
@@ -259,7 +248,7 @@ func TestReusedPair(t *testing.T) {
 		{Op: rdma.OpWriteImm, Size: 2}, {Op: rdma.OpSend, Size: 4096}, {Op: rdma.OpSend, Size: 8192},
 	} {
 		spec.Iterations, spec.Validate = 50, true
-		r, err := p.Run(context.Background(), complete(t, spec))
+		r, err := p.Run(context.Background(), rdmatest.Complete(t, spec))
 		if err != nil {
 			t.Fatalf("run %d (%s %d B): %v", i, spec.Op, spec.Size, err)
 		}
@@ -289,7 +278,7 @@ func runAgainstGonePeer(t *testing.T, spec rdma.TestSpec) (*rdma.Pair, time.Dura
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err := p.Run(context.Background(), complete(t, spec))
+	_, err := p.Run(context.Background(), rdmatest.Complete(t, spec))
 	return p, time.Since(start), err
 }
 
@@ -338,7 +327,7 @@ func runRequesterAlone(t *testing.T, spec rdma.TestSpec) (time.Duration, error) 
 	if err := p.Responder.Fail(); err != nil {
 		t.Fatal(err)
 	}
-	test := complete(t, spec)
+	test := rdmatest.Complete(t, spec)
 	role, _ := rdma.Roles(test)
 	side, err := p.Requester.Prepare(test, 0, role, p.Responder.Info())
 	if err != nil {
@@ -394,7 +383,7 @@ func TestCancel(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			_, err := p.Run(ctx, complete(t, spec))
+			_, err := p.Run(ctx, rdmatest.Complete(t, spec))
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want the context's error", err)
 			}
@@ -441,7 +430,7 @@ func TestCloseFreesEverything(t *testing.T) {
 		if spec.Op == rdma.OpWrite {
 			spec.Mode = rdma.ModeBusyPoll
 		}
-		test := complete(t, spec)
+		test := rdmatest.Complete(t, spec)
 		ca, cb := rdma.PairConfig(test, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}, rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex})
 		p, err := rdma.NewLoopbackPair(ca, cb, test.QP)
 		if err != nil {
@@ -492,7 +481,7 @@ func TestSideNeverStarted(t *testing.T) {
 	for _, mode := range []rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent} {
 		spec := rdma.TestSpec{Op: rdma.OpWriteImm, Iterations: 10, Mode: mode}
 		p := newPair(t, "rxe1", "rxe0", spec)
-		test := complete(t, spec)
+		test := rdmatest.Complete(t, spec)
 		role, _ := rdma.Roles(test)
 		side, err := p.Requester.Prepare(test, 0, role, p.Responder.Info())
 		if err != nil {

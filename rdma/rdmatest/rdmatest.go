@@ -8,6 +8,17 @@ import (
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
+// Complete is the engine's form of spec, failing the test when the spec
+// cannot run.
+func Complete(t testing.TB, spec rdma.TestSpec) rdma.Test {
+	t.Helper()
+	c, err := spec.Complete()
+	if err != nil {
+		t.Fatalf("%s: %v", spec, err)
+	}
+	return c
+}
+
 // CheckResult asserts what must hold for any successful result.
 func CheckResult(t testing.TB, r *rdma.Result) {
 	t.Helper()
