@@ -2,6 +2,8 @@ package rdma
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rdmarun/rdmarun/internal/golden"
@@ -23,6 +25,32 @@ func TestReadSysfsDevicesMissingRoot(t *testing.T) {
 	devs, err := ReadSysfsDevices("testdata/no-such-dir")
 	if err != nil || len(devs) != 0 {
 		t.Fatalf("got %v, %v; want no devices and no error on a host without RDMA", devs, err)
+	}
+}
+
+// TestReadSysfsDevicesUnusable: a device whose ports or GID table cannot
+// be read fails the listing, since no port or GID could be chosen on it.
+func TestReadSysfsDevicesUnusable(t *testing.T) {
+	for _, tc := range []struct {
+		files map[string]string
+		want  string
+	}{
+		{map[string]string{"node_guid": "0x1"}, "reading ports of x0: no such file or directory"},
+		{map[string]string{"ports/1/state": "4: ACTIVE"}, "reading x0 port 1: no such file or directory"},
+	} {
+		root := t.TempDir()
+		for name, content := range tc.files {
+			p := filepath.Join(root, "x0", filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := ReadSysfsDevices(root); err == nil || err.Error() != tc.want {
+			t.Errorf("%v: error %v, want %q", tc.files, err, tc.want)
+		}
 	}
 }
 
