@@ -5,11 +5,12 @@
 package netfault
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmarun/rdmarun/sysfs"
 )
 
 // IP runs `ip ARGS...` and fails t if it fails.
@@ -79,10 +80,16 @@ func PortsActive(devs ...string) (bool, string) {
 	var states []string
 	ok := true
 	for _, dev := range devs {
-		b, _ := os.ReadFile("/sys/class/infiniband/" + dev + "/ports/1/state")
-		s := strings.TrimSpace(string(b))
+		p, err := sysfs.ReadPort(sysfs.Root, dev, 1, sysfs.Attributes)
+		s := p.State.Name
+		if err == nil {
+			err = p.Err("state")
+		}
+		if err != nil {
+			s = err.Error()
+		}
 		states = append(states, dev+" "+s)
-		ok = ok && strings.Contains(s, "ACTIVE")
+		ok = ok && err == nil && p.State.Name == "ACTIVE"
 	}
 	return ok, strings.Join(states, ", ")
 }
