@@ -78,20 +78,20 @@ $(TESTBIN)/%.testbed.test: FORCE
 	$(GO) test -c -tags testbed -o $@ ./$*
 
 testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed.test $(TESTBIN)/runner.testbed.test \
-		$(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdma_exporter
+		$(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter
 	testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
-	TESTBED_ENV="RDMA_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdma_exporter" \
+	TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e
 
 $(TESTBIN)/rdmarun: FORCE
 	@mkdir -p $(TESTBIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/rdmarun
 
-$(TESTBIN)/rdma_exporter: FORCE
+$(TESTBIN)/rdmarun_exporter: FORCE
 	@mkdir -p $(TESTBIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/rdma_exporter
+	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/rdmarun_exporter
 
 $(TESTBIN)/compare: FORCE
 	@mkdir -p $(TESTBIN)

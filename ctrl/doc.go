@@ -1,5 +1,5 @@
 // Package ctrl is the TCP control channel between rdmarun (the client) and a
-// responder (rdmarun serve, and the responder inside rdma_exporter). The
+// responder (rdmarun serve, and the responder inside rdmarun_exporter). The
 // client pushes the whole test spec, both ends swap RDMA endpoint info, they
 // start on a barrier and the responder sends its results back. This package
 // is only the transport and the handshake: payloads are JSON values the

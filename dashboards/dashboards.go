@@ -1,4 +1,4 @@
-// Package dashboards ships rdma_exporter's Grafana dashboards (the JSON
+// Package dashboards ships rdmarun_exporter's Grafana dashboards (the JSON
 // files in this directory) and reads them back for tests: every query a
 // dashboard sends, with Grafana's variables expanded, so a test can check
 // it parses and names only metrics the exporter has, or send it to a

@@ -18,7 +18,7 @@ import (
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
-// exposition is what an rdma_exporter exposes, from its own code: the
+// exposition is what an rdmarun_exporter exposes, from its own code: the
 // probe metrics with one latency and one bandwidth series initialised,
 // the scheduler and reload metrics, build info, and the port collector
 // over the collector's sysfs fixtures (an rxe and an mlx5 device). It
@@ -36,7 +36,7 @@ func expose(t *testing.T) exposition {
 	m.Init(prober.Key{Device: "rxe0", Port: 1, Target: "node-b", Op: rdma.OpWrite, Size: 1 << 20, Mode: rdma.ModeEvent}, true)
 	prober.NewScheduler(reg, nil, m, 0, 0, nil)
 	config.NewSafeConfig(reg)
-	reg.MustRegister(versioncollector.NewCollector("rdma_exporter"))
+	reg.MustRegister(versioncollector.NewCollector("rdmarun_exporter"))
 	reg.MustRegister(collector.NewPortCollector(filepath.Join("..", "exporter", "collector", "testdata", "sysfs"), nil))
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -53,7 +53,7 @@ func expose(t *testing.T) exposition {
 			e.series[mf.GetName()] = append(e.series[mf.GetName()], l)
 		}
 	}
-	for _, want := range []string{"rdma_probe_latency_seconds", "rdma_port_hw_counters_total", "rdma_exporter_build_info"} {
+	for _, want := range []string{"rdma_probe_latency_seconds", "rdmarun_port_hw_counters_total", "rdmarun_exporter_build_info"} {
 		if _, ok := e.types[want]; !ok {
 			t.Fatalf("the exposition lacks %s; got %v", want, e.types)
 		}
@@ -191,7 +191,7 @@ func TestRetryCountersCoverBothDrivers(t *testing.T) {
 	// PromQL anchors label regexes.
 	re := regexp.MustCompile("^(?:" + m[1] + ")$")
 	picked := map[string][]string{}
-	for _, l := range expose(t).series["rdma_port_hw_counters_total"] {
+	for _, l := range expose(t).series["rdmarun_port_hw_counters_total"] {
 		if re.MatchString(l["name"]) && l["port"] == "1" {
 			picked[l["device"]] = append(picked[l["device"]], l["name"])
 		}

@@ -1,6 +1,6 @@
 // Package peer runs a test between two hosts: the client side (rdmarun
 // with a remote peer) and the responder daemon (rdmarun serve, and the
-// responder inside rdma_exporter). The client pushes the whole test spec,
+// responder inside rdmarun_exporter). The client pushes the whole test spec,
 // so the responder needs no per-test settings; both ends exchange endpoint
 // info over the control channel (package ctrl), start together, relay
 // "my senders are done", and the responder sends its side's result back.

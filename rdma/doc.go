@@ -1,4 +1,4 @@
-// Package rdma is the verbs core of rdmarun and rdma_exporter: device
+// Package rdma is the verbs core of rdmarun and rdmarun_exporter: device
 // discovery, endpoints (PD, MR, CQ, QP) and the measured loops.
 //
 // A test is given as a TestSpec, whose zero fields (and nil QP settings)

@@ -1,6 +1,6 @@
 // Package sysfs is the only reader of /sys/class/infiniband, the kernel's
 // view of RDMA devices and their ports. `rdmarun devices` (through rdma),
-// the per-test counter deltas (portstats) and rdma_exporter's port
+// the per-test counter deltas (portstats) and rdmarun_exporter's port
 // collector all read through it, so they agree on where the tree is, how
 // each file is parsed and which driver a device has.
 //

@@ -1,4 +1,4 @@
-// Package collector holds rdma_exporter's scrape-time collectors: data that
+// Package collector holds rdmarun_exporter's scrape-time collectors: data that
 // the kernel already keeps and that is read fresh at every scrape, as
 // opposed to the probe results the scheduler records between scrapes.
 package collector
@@ -18,34 +18,34 @@ import (
 var portLabels = []string{"device", "port"}
 
 var (
-	portStateDesc = prometheus.NewDesc("rdma_port_state",
+	portStateDesc = prometheus.NewDesc("rdmarun_port_state",
 		"State of the RDMA port as the kernel numbers it: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER.",
 		portLabels, nil)
-	portUpDesc = prometheus.NewDesc("rdma_port_up",
+	portUpDesc = prometheus.NewDesc("rdmarun_port_up",
 		"1 when the RDMA port's state is ACTIVE, 0 otherwise.",
 		portLabels, nil)
-	portPhysStateDesc = prometheus.NewDesc("rdma_port_physical_state",
+	portPhysStateDesc = prometheus.NewDesc("rdmarun_port_physical_state",
 		"Physical state of the RDMA port as the kernel numbers it: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 PhyTest.",
 		portLabels, nil)
-	portRateDesc = prometheus.NewDesc("rdma_port_rate_bytes_per_second",
+	portRateDesc = prometheus.NewDesc("rdmarun_port_rate_bytes_per_second",
 		"Signalling rate of the RDMA port as the kernel reports it, in bytes per second.",
 		portLabels, nil)
-	portInfoDesc = prometheus.NewDesc("rdma_port_info",
+	portInfoDesc = prometheus.NewDesc("rdmarun_port_info",
 		"Link layer, driver and node GUID of the RDMA port; always 1.",
 		[]string{"device", "port", "link_layer", "driver", "node_guid"}, nil)
-	portCountersDesc = prometheus.NewDesc("rdma_port_counters_total",
+	portCountersDesc = prometheus.NewDesc("rdmarun_port_counters_total",
 		"Raw value of the port's counters/<name> file, the InfiniBand port counters; port_xmit_data and port_rcv_data count 4-byte words.",
 		[]string{"device", "port", "name"}, nil)
-	portHWCountersDesc = prometheus.NewDesc("rdma_port_hw_counters_total",
+	portHWCountersDesc = prometheus.NewDesc("rdmarun_port_hw_counters_total",
 		"Raw value of the port's hw_counters/<name> file, the driver's own statistics.",
 		[]string{"device", "port", "name"}, nil)
-	portTransmitBytesDesc = prometheus.NewDesc("rdma_port_transmit_bytes_total",
+	portTransmitBytesDesc = prometheus.NewDesc("rdmarun_port_transmit_bytes_total",
 		"Bytes transmitted by the RDMA port, from counters/port_xmit_data.",
 		portLabels, nil)
-	portReceiveBytesDesc = prometheus.NewDesc("rdma_port_receive_bytes_total",
+	portReceiveBytesDesc = prometheus.NewDesc("rdmarun_port_receive_bytes_total",
 		"Bytes received by the RDMA port, from counters/port_rcv_data.",
 		portLabels, nil)
-	portErrorsDesc = prometheus.NewDesc("rdma_port_collector_errors",
+	portErrorsDesc = prometheus.NewDesc("rdmarun_port_collector_errors",
 		"Number of sysfs files the port collector could not read or parse during this scrape.",
 		nil, nil)
 )
@@ -59,7 +59,7 @@ const stateActive = 4
 // hot-unplugged card) show up at the next scrape without a restart.
 //
 // A file that cannot be read or parsed costs only its own series, and is
-// counted in rdma_port_collector_errors.
+// counted in rdmarun_port_collector_errors.
 type PortCollector struct {
 	root   string
 	logger *slog.Logger

@@ -78,8 +78,8 @@ func TestBrokenDevicesCostOnlyThemselves(t *testing.T) {
 	if g := series(got); !slices.Equal(g, want) {
 		t.Errorf("series differ from the fixture trees'\n--- got\n%s\n--- want\n%s", strings.Join(g, "\n"), strings.Join(want, "\n"))
 	}
-	if e := got["rdma_port_collector_errors"]; len(e) != 1 || e[0].value != 5 {
-		t.Errorf("rdma_port_collector_errors = %v, want the broken tree's 5", e)
+	if e := got["rdmarun_port_collector_errors"]; len(e) != 1 || e[0].value != 5 {
+		t.Errorf("rdmarun_port_collector_errors = %v, want the broken tree's 5", e)
 	}
 }
 
@@ -123,8 +123,8 @@ func TestMissingFilesCounted(t *testing.T) {
 	}
 
 	got := gather(t, c)
-	if e := got["rdma_port_collector_errors"]; len(e) != 1 || e[0].value != 3 {
-		t.Errorf("rdma_port_collector_errors = %v, want 3: node_guid, port_xmit_data, vendor_bad", e)
+	if e := got["rdmarun_port_collector_errors"]; len(e) != 1 || e[0].value != 3 {
+		t.Errorf("rdmarun_port_collector_errors = %v, want 3: node_guid, port_xmit_data, vendor_bad", e)
 	}
 	dev := map[string]string{"device": "mlx5_9", "port": "1"}
 	named := func(name string) map[string]string {
@@ -135,20 +135,20 @@ func TestMissingFilesCounted(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"rdma_port_rate_bytes_per_second", dev, 312.5e6},
-		{"rdma_port_counters_total", named("port_rcv_data"), 25},
-		{"rdma_port_receive_bytes_total", dev, 100},
-		{"rdma_port_counters_total", named("symbol_error"), 2},
-		{"rdma_port_counters_total", named("vendor_extra"), 7},
-		{"rdma_port_hw_counters_total", named("np_cnp_sent"), 4},
-		{"rdma_port_hw_counters_total", named("custom_hw"), 11},
+		{"rdmarun_port_rate_bytes_per_second", dev, 312.5e6},
+		{"rdmarun_port_counters_total", named("port_rcv_data"), 25},
+		{"rdmarun_port_receive_bytes_total", dev, 100},
+		{"rdmarun_port_counters_total", named("symbol_error"), 2},
+		{"rdmarun_port_counters_total", named("vendor_extra"), 7},
+		{"rdmarun_port_hw_counters_total", named("np_cnp_sent"), 4},
+		{"rdmarun_port_hw_counters_total", named("custom_hw"), 11},
 	} {
 		if v, ok := find(got[tc.family], tc.labels); !ok || v != tc.want {
 			t.Errorf("%s%v = %v (found %v), want %v", tc.family, tc.labels, v, ok, tc.want)
 		}
 	}
-	if n := len(got["rdma_port_transmit_bytes_total"]); n != 0 {
-		t.Errorf("%d rdma_port_transmit_bytes_total series from an N/A port_xmit_data, want none", n)
+	if n := len(got["rdmarun_port_transmit_bytes_total"]); n != 0 {
+		t.Errorf("%d rdmarun_port_transmit_bytes_total series from an N/A port_xmit_data, want none", n)
 	}
 }
 
@@ -165,10 +165,10 @@ func TestClassLayoutMissingRoot(t *testing.T) {
 	} {
 		got := gather(t, NewPortCollector(root, nil))
 		if len(got) != 1 {
-			t.Errorf("%s: got families %v, want only rdma_port_collector_errors", root, keys(got))
+			t.Errorf("%s: got families %v, want only rdmarun_port_collector_errors", root, keys(got))
 		}
-		if e := got["rdma_port_collector_errors"]; len(e) != 1 || e[0].value != 0 {
-			t.Errorf("%s: rdma_port_collector_errors = %v, want 0", root, e)
+		if e := got["rdmarun_port_collector_errors"]; len(e) != 1 || e[0].value != 0 {
+			t.Errorf("%s: rdmarun_port_collector_errors = %v, want 0", root, e)
 		}
 	}
 }
@@ -177,7 +177,7 @@ func TestClassLayoutMissingRoot(t *testing.T) {
 func series(m map[string][]sample) []string {
 	var out []string
 	for family, samples := range m {
-		if family == "rdma_port_collector_errors" {
+		if family == "rdmarun_port_collector_errors" {
 			continue
 		}
 		for _, s := range samples {

@@ -35,8 +35,8 @@ func TestPortCollectorErrorCount(t *testing.T) {
 		"broken": 5,
 	} {
 		c := NewPortCollector(filepath.Join("testdata", tree), nil)
-		if got := gather(t, c)["rdma_port_collector_errors"]; len(got) != 1 || got[0].value != want {
-			t.Errorf("%s: rdma_port_collector_errors = %v, want one sample of %v", tree, got, want)
+		if got := gather(t, c)["rdmarun_port_collector_errors"]; len(got) != 1 || got[0].value != want {
+			t.Errorf("%s: rdmarun_port_collector_errors = %v, want one sample of %v", tree, got, want)
 		}
 	}
 }
@@ -62,10 +62,10 @@ func TestPortCollectorMissingRoot(t *testing.T) {
 	c := NewPortCollector(filepath.Join(t.TempDir(), "infiniband"), nil)
 	got := gather(t, c)
 	if len(got) != 1 {
-		t.Errorf("got families %v, want only rdma_port_collector_errors", keys(got))
+		t.Errorf("got families %v, want only rdmarun_port_collector_errors", keys(got))
 	}
-	if e := got["rdma_port_collector_errors"]; len(e) != 1 || e[0].value != 0 {
-		t.Errorf("rdma_port_collector_errors = %v, want 0: a host without RDMA is not broken", e)
+	if e := got["rdmarun_port_collector_errors"]; len(e) != 1 || e[0].value != 0 {
+		t.Errorf("rdmarun_port_collector_errors = %v, want 0: a host without RDMA is not broken", e)
 	}
 }
 
@@ -78,7 +78,7 @@ func TestPortCollectorBoundedLabels(t *testing.T) {
 	idLike := regexp.MustCompile(`^(0x)?[0-9a-f]{4}(:[0-9a-f]{4}){3}$|^0x[0-9a-f]+$|:.*:`)
 	for family, samples := range gather(t, NewPortCollector(filepath.Join("testdata", "sysfs"), nil)) {
 		want := allowed
-		if family == "rdma_port_info" {
+		if family == "rdmarun_port_info" {
 			want = info
 		}
 		for _, s := range samples {
@@ -101,27 +101,27 @@ func TestPortCollectorValues(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"rdma_port_up", map[string]string{"device": "mlx5_0", "port": "1"}, 1},
-		{"rdma_port_up", map[string]string{"device": "mlx5_0", "port": "2"}, 0},
-		{"rdma_port_state", map[string]string{"device": "mlx5_0", "port": "2"}, 1},
-		{"rdma_port_physical_state", map[string]string{"device": "mlx5_0", "port": "2"}, 3},
-		{"rdma_port_rate_bytes_per_second", map[string]string{"device": "mlx5_0", "port": "1"}, 25e9},
-		{"rdma_port_rate_bytes_per_second", map[string]string{"device": "rxe0", "port": "1"}, 1.25e9},
-		{"rdma_port_transmit_bytes_total", map[string]string{"device": "mlx5_0", "port": "1"}, 4e6},
-		{"rdma_port_receive_bytes_total", map[string]string{"device": "mlx5_0", "port": "1"}, 3996000},
-		{"rdma_port_hw_counters_total", map[string]string{"device": "rxe0", "port": "1", "name": "rcvd_pkts"}, 120034},
-		{"rdma_port_info", map[string]string{"device": "rxe0", "port": "1", "driver": "rdma_rxe", "link_layer": "Ethernet", "node_guid": "ac1e:b2ff:fe33:4455"}, 1},
-		{"rdma_port_info", map[string]string{"device": "mlx5_0", "port": "2", "driver": "mlx5_core", "link_layer": "InfiniBand", "node_guid": "b859:9f03:00d4:1e2a"}, 1},
+		{"rdmarun_port_up", map[string]string{"device": "mlx5_0", "port": "1"}, 1},
+		{"rdmarun_port_up", map[string]string{"device": "mlx5_0", "port": "2"}, 0},
+		{"rdmarun_port_state", map[string]string{"device": "mlx5_0", "port": "2"}, 1},
+		{"rdmarun_port_physical_state", map[string]string{"device": "mlx5_0", "port": "2"}, 3},
+		{"rdmarun_port_rate_bytes_per_second", map[string]string{"device": "mlx5_0", "port": "1"}, 25e9},
+		{"rdmarun_port_rate_bytes_per_second", map[string]string{"device": "rxe0", "port": "1"}, 1.25e9},
+		{"rdmarun_port_transmit_bytes_total", map[string]string{"device": "mlx5_0", "port": "1"}, 4e6},
+		{"rdmarun_port_receive_bytes_total", map[string]string{"device": "mlx5_0", "port": "1"}, 3996000},
+		{"rdmarun_port_hw_counters_total", map[string]string{"device": "rxe0", "port": "1", "name": "rcvd_pkts"}, 120034},
+		{"rdmarun_port_info", map[string]string{"device": "rxe0", "port": "1", "driver": "rdma_rxe", "link_layer": "Ethernet", "node_guid": "ac1e:b2ff:fe33:4455"}, 1},
+		{"rdmarun_port_info", map[string]string{"device": "mlx5_0", "port": "2", "driver": "mlx5_core", "link_layer": "InfiniBand", "node_guid": "b859:9f03:00d4:1e2a"}, 1},
 	} {
 		if v, ok := find(got[tc.family], tc.labels); !ok || v != tc.want {
 			t.Errorf("%s%v = %v (found %v), want %v", tc.family, tc.labels, v, ok, tc.want)
 		}
 	}
-	if _, ok := find(got["rdma_port_hw_counters_total"], map[string]string{"device": "rxe0", "port": "1", "name": "lifespan"}); ok {
+	if _, ok := find(got["rdmarun_port_hw_counters_total"], map[string]string{"device": "rxe0", "port": "1", "name": "lifespan"}); ok {
 		t.Error("hw_counters/lifespan is exported as a counter")
 	}
-	if n := len(got["rdma_port_transmit_bytes_total"]); n != 2 {
-		t.Errorf("%d rdma_port_transmit_bytes_total series, want 2 (rxe has no counters/)", n)
+	if n := len(got["rdmarun_port_transmit_bytes_total"]); n != 2 {
+		t.Errorf("%d rdmarun_port_transmit_bytes_total series, want 2 (rxe has no counters/)", n)
 	}
 }
 

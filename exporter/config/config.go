@@ -1,4 +1,4 @@
-// Package config reads rdma_exporter's YAML configuration: the modules that
+// Package config reads rdmarun_exporter's YAML configuration: the modules that
 // say how to probe, the targets to probe and the built-in responder.
 //
 // Defaults and checks live in the types' UnmarshalYAML methods, as in

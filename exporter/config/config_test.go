@@ -41,7 +41,7 @@ func TestLoadGood(t *testing.T) {
 				{Name: "node-a", Address: "10.0.0.1:18520", Module: "default", DevicePort: 1},
 				{Name: "node-b", Address: "[fd00::2]:18520", Module: "rc_read", Device: "mlx5_0", DevicePort: 2},
 			},
-			Files: []string{"testdata/targets.d/rack1.yml", "/etc/rdma_exporter/rack2.yml"},
+			Files: []string{"testdata/targets.d/rack1.yml", "/etc/rdmarun_exporter/rack2.yml"},
 			DNS: []DNSTarget{
 				{Name: "_rdma._tcp.svc.local", Module: "default", DevicePort: 1, Refresh: 30 * time.Second},
 				{Name: "rdma-peers.ns.svc.cluster.local", Port: 18520, Module: "uc_send", Device: "rxe0", DevicePort: 2, Refresh: time.Minute},
@@ -332,7 +332,7 @@ func FuzzParseTargets(f *testing.F) {
 // old config) instead of every probe.
 func TestLoadModuleTLSFiles(t *testing.T) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "rdma_exporter.yml")
+	file := filepath.Join(dir, "rdmarun_exporter.yml")
 	if err := os.WriteFile(file, []byte("modules:\n  m: {tls: {ca_file: ca.pem}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestLoadModuleTLSFiles(t *testing.T) {
 // TestExampleConfig: the example the README points to loads, and says
 // what its comments say.
 func TestExampleConfig(t *testing.T) {
-	c, err := Load(filepath.Join("..", "..", "examples", "rdma_exporter.yml"))
+	c, err := Load(filepath.Join("..", "..", "examples", "rdmarun_exporter.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}

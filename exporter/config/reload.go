@@ -25,11 +25,11 @@ type SafeConfig struct {
 func NewSafeConfig(reg prometheus.Registerer) *SafeConfig {
 	sc := &SafeConfig{
 		reloadSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "rdma_exporter_config_last_reload_successful",
+			Name: "rdmarun_exporter_config_last_reload_successful",
 			Help: "Whether the last configuration reload succeeded (1) or failed (0).",
 		}),
 		reloadTimestamp: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "rdma_exporter_config_last_reload_success_timestamp_seconds",
+			Name: "rdmarun_exporter_config_last_reload_success_timestamp_seconds",
 			Help: "Time of the last successful configuration reload, in seconds since the epoch.",
 		}),
 	}

@@ -36,11 +36,11 @@ func TestReloadConfig(t *testing.T) {
 		t.Error("bad reload replaced the config")
 	}
 	const failed = `
-# HELP rdma_exporter_config_last_reload_successful Whether the last configuration reload succeeded (1) or failed (0).
-# TYPE rdma_exporter_config_last_reload_successful gauge
-rdma_exporter_config_last_reload_successful 0
+# HELP rdmarun_exporter_config_last_reload_successful Whether the last configuration reload succeeded (1) or failed (0).
+# TYPE rdmarun_exporter_config_last_reload_successful gauge
+rdmarun_exporter_config_last_reload_successful 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(failed), "rdma_exporter_config_last_reload_successful"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(failed), "rdmarun_exporter_config_last_reload_successful"); err != nil {
 		t.Error(err)
 	}
 	if got := testutil.ToFloat64(sc.reloadTimestamp); got != ts {

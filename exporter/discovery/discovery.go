@@ -1,4 +1,4 @@
-// Package discovery follows rdma_exporter's targets: the static list of the
+// Package discovery follows rdmarun_exporter's targets: the static list of the
 // config, target files (read again when they change, and periodically in
 // case a change was missed) and DNS names (resolved again every refresh).
 // It hands its caller one merged, sorted set of targets whenever that set
@@ -55,15 +55,15 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		targets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "rdma_exporter_discovery_targets",
+			Name: "rdmarun_exporter_discovery_targets",
 			Help: "Targets probed, by the source they came from (static, file, dns).",
 		}, []string{"source"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rdma_exporter_discovery_errors_total",
+			Name: "rdmarun_exporter_discovery_errors_total",
 			Help: "Failed reads of target files, failed DNS lookups and targets dropped for a name another source already uses, by source. The source keeps its last good targets.",
 		}, []string{"source"}),
 		lastRefresh: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "rdma_exporter_discovery_last_refresh_timestamp_seconds",
+			Name: "rdmarun_exporter_discovery_last_refresh_timestamp_seconds",
 			Help: "When a target file was last read or a DNS name last resolved without error, by source, in seconds since the epoch.",
 		}, []string{"source"}),
 	}

@@ -181,7 +181,7 @@ func TestMetricsRegistered(t *testing.T) {
 	if n != 9 {
 		t.Errorf("%d series registered, want 9", n)
 	}
-	for _, name := range []string{"rdma_exporter_discovery_targets", "rdma_exporter_discovery_errors_total", "rdma_exporter_discovery_last_refresh_timestamp_seconds"} {
+	for _, name := range []string{"rdmarun_exporter_discovery_targets", "rdmarun_exporter_discovery_errors_total", "rdmarun_exporter_discovery_last_refresh_timestamp_seconds"} {
 		if c, err := testutil.GatherAndCount(reg, name); err != nil || c != 3 {
 			t.Errorf("%s: %d series (%v), want 3", name, c, err)
 		}

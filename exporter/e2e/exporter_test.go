@@ -130,7 +130,7 @@ func retries(ss ...scrape) float64 {
 	total := 0.0
 	for _, s := range ss {
 		for _, name := range retryCounters {
-			if v := s.sum("rdma_port_hw_counters_total", labels{"name": name}); !math.IsNaN(v) {
+			if v := s.sum("rdmarun_port_hw_counters_total", labels{"name": name}); !math.IsNaN(v) {
 				total += v
 			}
 		}
@@ -201,8 +201,8 @@ func TestExportersProbeEachOther(t *testing.T) {
 	for _, name := range append(retryCounters, "duplicate_request") {
 		l := labels{"name": name}
 		// a's scrape has both ports: the collector reads all of sysfs.
-		c := s1[0].sum("rdma_port_hw_counters_total", l) - s0[0].sum("rdma_port_hw_counters_total", l)
-		d := s2[0].sum("rdma_port_hw_counters_total", l) - s1[0].sum("rdma_port_hw_counters_total", l)
+		c := s1[0].sum("rdmarun_port_hw_counters_total", l) - s0[0].sum("rdmarun_port_hw_counters_total", l)
+		d := s2[0].sum("rdmarun_port_hw_counters_total", l) - s1[0].sum("rdmarun_port_hw_counters_total", l)
 		t.Logf("%s: +%v clean, +%v with loss", name, c, d)
 	}
 	cleanRetries := retries(s1[0]) - retries(s0[0])

@@ -29,7 +29,7 @@ const (
 	addrB = "10.0.0.2"
 )
 
-// exporter is a running rdma_exporter process.
+// exporter is a running rdmarun_exporter process.
 type exporter struct {
 	name    string
 	web     string // host:port of its HTTP server
@@ -63,14 +63,14 @@ const probeModule = `{count: 20, interval: 3s, timeout: 2500ms, qp: {timeout: 15
 
 func binary(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("RDMA_EXPORTER_BIN")
+	bin := os.Getenv("RDMARUN_EXPORTER_BIN")
 	if bin == "" {
-		t.Fatal("RDMA_EXPORTER_BIN is not set (make testbed-test sets it)")
+		t.Fatal("RDMARUN_EXPORTER_BIN is not set (make testbed-test sets it)")
 	}
 	return bin
 }
 
-// startExporter writes a config and starts rdma_exporter with it; it
+// startExporter writes a config and starts rdmarun_exporter with it; it
 // returns once /metrics answers. The exporter answers probes from the
 // start but probes its target only once setProbing turns that on.
 func startExporter(t *testing.T, s exporterSpec) *exporter {
@@ -117,16 +117,16 @@ func (e *exporter) setProbing(t *testing.T, on bool) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("reload %s: %s: %s", e.name, resp.Status, body)
 	}
-	if ok := e.scrape(t).sum("rdma_exporter_config_last_reload_successful", nil); ok != 1 {
-		t.Fatalf("reload %s: rdma_exporter_config_last_reload_successful is %v", e.name, ok)
+	if ok := e.scrape(t).sum("rdmarun_exporter_config_last_reload_successful", nil); ok != 1 {
+		t.Fatalf("reload %s: rdmarun_exporter_config_last_reload_successful is %v", e.name, ok)
 	}
 }
 
-// runExporter starts rdma_exporter with the config cfg, written into dir,
+// runExporter starts rdmarun_exporter with the config cfg, written into dir,
 // and extra flags; it returns once /metrics answers.
 func runExporter(t *testing.T, dir, name, web, cfg string, flags ...string) *exporter {
 	t.Helper()
-	cfgFile := filepath.Join(dir, "rdma_exporter.yml")
+	cfgFile := filepath.Join(dir, "rdmarun_exporter.yml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

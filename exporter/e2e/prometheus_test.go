@@ -66,7 +66,7 @@ func startPrometheus(t *testing.T, targets []string, interval time.Duration, fla
   evaluation_interval: 1s
 rule_files: ["%s"]
 scrape_configs:
-  - job_name: rdma_exporter
+  - job_name: rdmarun_exporter
     static_configs:
       - targets: [%s]
 `, model.Duration(interval), model.Duration(interval*9/10), strings.Join(files, `", "`), strings.Join(quoted, ", "))
@@ -338,7 +338,7 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 	prom := startPrometheus(t, []string{a.web, b.web, mlx5.web}, 2*time.Second)
 
 	waitFor(t, 60*time.Second, "prometheus scraping the three exporters", func() (bool, string) {
-		n, err := prom.query(`up{job="rdma_exporter"} == 1`)
+		n, err := prom.query(`up{job="rdmarun_exporter"} == 1`)
 		return n == 3, fmt.Sprintf("%d up, %v", n, err)
 	})
 	base := measure(t, a, b)

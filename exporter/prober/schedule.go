@@ -56,7 +56,7 @@ func NewScheduler(reg prometheus.Registerer, tr Transport, m *Metrics, jitter, m
 	s := &Scheduler{
 		Transport: tr, Metrics: m, Jitter: jitter, MaxPerSecond: maxPerSecond, Logger: logger,
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "rdma_exporter_scheduler_lag_seconds",
+			Name:    "rdmarun_exporter_scheduler_lag_seconds",
 			Help:    "How much later than scheduled a probe started, in seconds: rate caps and an overloaded host show here.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
 		}),

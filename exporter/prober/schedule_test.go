@@ -68,7 +68,7 @@ func TestSchedulerRunsEveryJob(t *testing.T) {
 			t.Errorf("%s probed %d times in 300 ms at a 20 ms interval", tg, n)
 		}
 	}
-	if testutil.CollectAndCount(reg, "rdma_exporter_scheduler_lag_seconds") != 1 {
+	if testutil.CollectAndCount(reg, "rdmarun_exporter_scheduler_lag_seconds") != 1 {
 		t.Error("no lag histogram")
 	}
 	// Run returned: every probe goroutine is gone.

@@ -1,4 +1,4 @@
-// Package targets keeps rdma_exporter's probes in step with its targets:
+// Package targets keeps rdmarun_exporter's probes in step with its targets:
 // a Manager follows the discovery of the configuration it was last given,
 // and runs each discovered target's probes on their schedules, apart from
 // the others'.

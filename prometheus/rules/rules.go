@@ -1,4 +1,4 @@
-// Package rules ships rdma_exporter's Prometheus recording and alerting
+// Package rules ships rdmarun_exporter's Prometheus recording and alerting
 // rules (the YAML files in this directory) and rewrites them for tests.
 //
 // The shipped alerts wait minutes (`for: 10m`, `rate(...[5m])`, a 15m

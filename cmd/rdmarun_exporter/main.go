@@ -1,4 +1,4 @@
-// Command rdma_exporter probes RDMA peers continuously and exposes the
+// Command rdmarun_exporter probes RDMA peers continuously and exposes the
 // results, with every port's state and counters, to Prometheus. It also
 // answers other nodes' probes (the responder of `rdmarun serve`), so
 // every node can be both prober and target.
@@ -42,18 +42,18 @@ import (
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
-	app := kingpin.New("rdma_exporter", "Probes RDMA peers continuously and exports latency, bandwidth, errors and port counters.")
-	configFile := app.Flag("config.file", "Configuration file.").Default("rdma_exporter.yml").String()
+	app := kingpin.New("rdmarun_exporter", "Probes RDMA peers continuously and exports latency, bandwidth, errors and port counters.")
+	configFile := app.Flag("config.file", "Configuration file.").Default("rdmarun_exporter.yml").String()
 	configCheck := app.Flag("config.check", "Check the configuration file and exit.").Bool()
 	sysfsRoot := app.Flag("sysfs.root", "Where the kernel's RDMA devices are.").Default(sysfs.Root).String()
 	deviceFlag := app.Flag("device", "Local RDMA device to probe from (default: the responder's device, else the first ACTIVE one).").String()
 	webFlags := kingpinflag.AddFlags(app, ":9879")
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
-	app.Version(version.Print("rdma_exporter"))
+	app.Version(version.Print("rdmarun_exporter"))
 	app.HelpFlag.Short('h')
 	if _, err := app.Parse(args); err != nil {
-		fmt.Fprintf(os.Stderr, "rdma_exporter: %v (see --help)\n", err)
+		fmt.Fprintf(os.Stderr, "rdmarun_exporter: %v (see --help)\n", err)
 		return 3
 	}
 	logger := promslog.New(logConfig)
@@ -65,7 +65,7 @@ func run(args []string) int {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(versioncollector.NewCollector("rdma_exporter"), collectors.NewGoCollector(),
+	reg.MustRegister(versioncollector.NewCollector("rdmarun_exporter"), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sc := config.NewSafeConfig(reg)
 	if err := sc.ReloadConfig(*configFile, logger); err != nil {
@@ -171,7 +171,7 @@ func run(args []string) int {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	logger.Info("starting rdma_exporter", "version", version.Info(), "device", device)
+	logger.Info("starting rdmarun_exporter", "version", version.Info(), "device", device)
 	if err := web.ListenAndServe(srv, webFlags, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Error("http server", "err", err)
 		return 4

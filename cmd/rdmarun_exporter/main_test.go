@@ -50,7 +50,7 @@ func get(t *testing.T, url string) (int, string) {
 // creation, /probe and reload are checked), then stops it with SIGTERM.
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
-	cfgFile := filepath.Join(dir, "rdma_exporter.yml")
+	cfgFile := filepath.Join(dir, "rdmarun_exporter.yml")
 	good := "modules:\n  default: {interval: 1s, timeout: 500ms}\ntargets:\n  static:\n    - {name: dead, address: 127.0.0.1:1, module: default}\nresponder: {enabled: false}\n"
 	if err := os.WriteFile(cfgFile, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
@@ -60,13 +60,13 @@ func TestServe(t *testing.T) {
 	d.waitReady(t, http.DefaultClient, base+"/metrics")
 	code, body := get(t, base+"/metrics")
 	for _, want := range []string{
-		"rdma_exporter_build_info{",
-		"rdma_exporter_config_last_reload_successful 1",
+		"rdmarun_exporter_build_info{",
+		"rdmarun_exporter_config_last_reload_successful 1",
 		`rdma_probe_success{device=`,
 		`target="dead"`,
 		`rdma_probe_completion_errors_total{`,
 		`status="RETRY_EXC_ERR"`,
-		"rdma_port_collector_errors",
+		"rdmarun_port_collector_errors",
 	} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("/metrics (%d) lacks %q", code, want)
@@ -105,7 +105,7 @@ func TestServe(t *testing.T) {
 	if resp.StatusCode != http.StatusInternalServerError {
 		t.Errorf("reload of a bad file: %d", resp.StatusCode)
 	}
-	if _, body := get(t, base+"/metrics"); !strings.Contains(body, "rdma_exporter_config_last_reload_successful 0") || !strings.Contains(body, `target="dead"`) {
+	if _, body := get(t, base+"/metrics"); !strings.Contains(body, "rdmarun_exporter_config_last_reload_successful 0") || !strings.Contains(body, `target="dead"`) {
 		t.Error("after a failed reload: want the failure reported and the old targets kept")
 	}
 	if err := os.WriteFile(cfgFile, []byte(good), 0o644); err != nil {
@@ -116,7 +116,7 @@ func TestServe(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, body := get(t, base+"/metrics"); strings.Contains(body, "rdma_exporter_config_last_reload_successful 1") {
+		if _, body := get(t, base+"/metrics"); strings.Contains(body, "rdmarun_exporter_config_last_reload_successful 1") {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -31,7 +31,7 @@ func discoveryWaitMetrics(t *testing.T, url, what string, ok func(body string) b
 	}
 }
 
-var fileErrors = regexp.MustCompile(`(?m)^rdma_exporter_discovery_errors_total\{source="file"\} [1-9]`)
+var fileErrors = regexp.MustCompile(`(?m)^rdmarun_exporter_discovery_errors_total\{source="file"\} [1-9]`)
 
 // TestDiscoveryFollowsFile runs the daemon on a target file and edits it
 // the way editors do (a new file renamed over the old one): the old
@@ -52,7 +52,7 @@ func TestDiscoveryFollowsFile(t *testing.T) {
 		}
 	}
 	writeTargets("- {name: file-old, address: 127.0.0.1:1, module: default}\n")
-	cfgFile := filepath.Join(dir, "rdma_exporter.yml")
+	cfgFile := filepath.Join(dir, "rdmarun_exporter.yml")
 	// The file is named relative to the config, as a deployment would.
 	cfg := "modules:\n  default: {interval: 1s, timeout: 500ms}\ntargets:\n  files: [targets.yml]\nresponder: {enabled: false}\n"
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
@@ -65,7 +65,7 @@ func TestDiscoveryFollowsFile(t *testing.T) {
 
 	discoveryWaitMetrics(t, url, "the file's target", func(b string) bool {
 		return strings.Contains(b, `rdma_probe_success{device=`) && strings.Contains(b, `target="file-old"`) &&
-			strings.Contains(b, `rdma_exporter_discovery_targets{source="file"} 1`)
+			strings.Contains(b, `rdmarun_exporter_discovery_targets{source="file"} 1`)
 	})
 
 	writeTargets("- {name: file-new, address: 127.0.0.1:1, module: default}\n")

@@ -50,7 +50,7 @@ type daemon struct {
 // ("" for none).
 func startDaemon(t *testing.T, webConfig string) *daemon {
 	t.Helper()
-	cfgFile := writeFile(t, t.TempDir(), "rdma_exporter.yml", []byte(deadTargetConfig))
+	cfgFile := writeFile(t, t.TempDir(), "rdmarun_exporter.yml", []byte(deadTargetConfig))
 	var args []string
 	if webConfig != "" {
 		args = append(args, "--web.config.file="+webConfig)
@@ -151,7 +151,7 @@ func newRequest(t *testing.T, method, url string) *http.Request {
 
 // isMetrics tells a real scrape from an error page.
 func isMetrics(body string) bool {
-	return strings.Contains(body, "rdma_exporter_build_info{") && strings.Contains(body, "rdma_probe_success{")
+	return strings.Contains(body, "rdmarun_exporter_build_info{") && strings.Contains(body, "rdma_probe_success{")
 }
 
 func TestWebBasicAuth(t *testing.T) {
@@ -310,7 +310,7 @@ func TestWebTLSClientAuth(t *testing.T) {
 // the test binary again as the daemon, because a real exit code and a real
 // log are what it checks, and in-process run() writes to the test's stderr.
 func TestWebHelperProcess(t *testing.T) {
-	if os.Getenv("RDMA_EXPORTER_HELPER_PROCESS") != "1" {
+	if os.Getenv("RDMARUN_EXPORTER_HELPER_PROCESS") != "1" {
 		t.Skip("only runs as the daemon of TestWebConfigInvalid")
 	}
 	os.Exit(run(flag.Args()))
@@ -321,7 +321,7 @@ func TestWebHelperProcess(t *testing.T) {
 // metrics without the authentication or TLS the file asked for.
 func TestWebConfigInvalid(t *testing.T) {
 	dir := t.TempDir()
-	cfgFile := writeFile(t, dir, "rdma_exporter.yml", []byte(deadTargetConfig))
+	cfgFile := writeFile(t, dir, "rdmarun_exporter.yml", []byte(deadTargetConfig))
 	certPEM, _ := selfSigned(t)
 	certFile := writeFile(t, dir, "server.crt", certPEM)
 	for _, tc := range []struct{ name, content string }{
@@ -340,7 +340,7 @@ func TestWebConfigInvalid(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWebHelperProcess$", "--",
 				"--config.file="+cfgFile, "--web.config.file="+webCfg, "--web.listen-address="+addr)
-			cmd.Env = append(os.Environ(), "RDMA_EXPORTER_HELPER_PROCESS=1")
+			cmd.Env = append(os.Environ(), "RDMARUN_EXPORTER_HELPER_PROCESS=1")
 			var stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stderr, &stderr
 			if err := cmd.Start(); err != nil {
@@ -381,7 +381,7 @@ func TestWebConfigInvalid(t *testing.T) {
 			}
 			// Listening, or starting probes, would mean the file was found
 			// wrong only after the daemon had begun to work.
-			if strings.Contains(log, "Listening on") || strings.Contains(log, "starting rdma_exporter") {
+			if strings.Contains(log, "Listening on") || strings.Contains(log, "starting rdmarun_exporter") {
 				t.Error("the daemon started before giving up")
 			}
 			if t.Failed() {
@@ -431,8 +431,8 @@ func TestPromtoolDaemonMetrics(t *testing.T) {
 	// always has; were one lost, its lint would be lost with it.
 	for _, want := range []string{
 		"rdma_probe_latency_seconds_bucket{", "rdma_probes_total{", "rdma_probe_completion_errors_total{",
-		"rdma_exporter_config_last_reload_successful ", "rdma_exporter_scheduler_lag_seconds",
-		"rdma_port_collector_errors ", "rdma_exporter_build_info{", "go_goroutines ", "process_start_time_seconds ",
+		"rdmarun_exporter_config_last_reload_successful ", "rdmarun_exporter_scheduler_lag_seconds",
+		"rdmarun_port_collector_errors ", "rdmarun_exporter_build_info{", "go_goroutines ", "process_start_time_seconds ",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
