@@ -47,7 +47,7 @@ func run(args []string) int {
 	configCheck := app.Flag("config.check", "Check the configuration file and exit.").Bool()
 	sysfsRoot := app.Flag("sysfs.root", "Where the kernel's RDMA devices are.").Default(sysfs.Root).String()
 	deviceFlag := app.Flag("device", "Local RDMA device to probe from (default: the responder's device, else the first ACTIVE one).").String()
-	webFlags := kingpinflag.AddFlags(app, ":9879")
+	webFlags := kingpinflag.AddFlags(app, ":10520")
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
 	app.Version(version.Print("rdmarun_exporter"))

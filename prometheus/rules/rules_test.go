@@ -439,13 +439,13 @@ func TestRewrittenRulesFireSooner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const labels = `instance="a:9879",job="rdmarun_exporter",device="rxe0",port="1",target="b",op="write_imm",size_bytes="2",mode="event"`
+	const labels = `instance="a:10520",job="rdmarun_exporter",device="rxe0",port="1",target="b",op="write_imm",size_bytes="2",mode="event"`
 	test := `rule_files: [` + strings.Join(paths, ", ") + `]
 evaluation_interval: 30s
 tests:
   - interval: 30s
     input_series:
-      - series: up{job="rdmarun_exporter",instance="a:9879"}
+      - series: up{job="rdmarun_exporter",instance="a:10520"}
         values: 1x20
       - series: rdma_probe_success{` + labels + `}
         values: 0x20
@@ -459,17 +459,17 @@ tests:
       - eval_time: 2m
         alertname: RDMAProbeFailing
         exp_alerts:
-          - exp_labels: {severity: critical, instance: "a:9879", job: rdmarun_exporter, device: rxe0, port: "1", target: b}
+          - exp_labels: {severity: critical, instance: "a:10520", job: rdmarun_exporter, device: rxe0, port: "1", target: b}
             exp_annotations:
-              summary: 'RDMA probes from a:9879 to b are failing (probe kinds failing: 1)'
-              description: 'The latest probes of 1 kind(s) (op, size, mode) from rxe0 port 1 on a:9879 to b failed, and they keep failing. Check first rdma_probes_total{result} on the target dashboard for how they fail: completion_error (rdma_probe_completion_errors_total says which status; see RDMAProbeRetryErrors), timeout (the peer or the path stopped answering), or error (the probe could not be set up: the target''s responder is down or unreachable over TCP, a wrong token or TLS setting, no usable GID). The exporter logs each failure at debug level; ` + "`rdmarun bench --peer`" + ` from the same host reproduces it by hand.'
+              summary: 'RDMA probes from a:10520 to b are failing (probe kinds failing: 1)'
+              description: 'The latest probes of 1 kind(s) (op, size, mode) from rxe0 port 1 on a:10520 to b failed, and they keep failing. Check first rdma_probes_total{result} on the target dashboard for how they fail: completion_error (rdma_probe_completion_errors_total says which status; see RDMAProbeRetryErrors), timeout (the peer or the path stopped answering), or error (the probe could not be set up: the target''s responder is down or unreachable over TCP, a wrong token or TLS setting, no usable GID). The exporter logs each failure at debug level; ` + "`rdmarun bench --peer`" + ` from the same host reproduces it by hand.'
       - eval_time: 4m
         alertname: RDMAProbeAbsent
         exp_alerts:
-          - exp_labels: {severity: warning, reason: stale, instance: "a:9879", job: rdmarun_exporter, device: rxe0, port: "1", target: c, op: write_imm, size_bytes: "2", mode: event}
+          - exp_labels: {severity: warning, reason: stale, instance: "a:10520", job: rdmarun_exporter, device: rxe0, port: "1", target: c, op: write_imm, size_bytes: "2", mode: event}
             exp_annotations:
-              summary: 'No new RDMA probe result from a:9879 to c for 3m 59s'
-              description: 'The write_imm probe (2 B) from a:9879 to c last succeeded 3m 59s ago and has not run since. Check first rdmarun_exporter_scheduler_lag_seconds on a:9879 (a rate cap, max_probes_per_second, too low for the number of targets delays every probe), then the exporter''s log and whether the module''s interval is longer than the threshold.'
+              summary: 'No new RDMA probe result from a:10520 to c for 3m 59s'
+              description: 'The write_imm probe (2 B) from a:10520 to c last succeeded 3m 59s ago and has not run since. Check first rdmarun_exporter_scheduler_lag_seconds on a:10520 (a rate cap, max_probes_per_second, too low for the number of targets delays every probe), then the exporter''s log and whether the module''s interval is longer than the threshold.'
 `
 	p := filepath.Join(dir, "e2e_test.yml")
 	if err := os.WriteFile(p, []byte(test), 0o644); err != nil {
