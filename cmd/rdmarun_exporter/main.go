@@ -165,7 +165,7 @@ func run(args []string) int {
 		}
 	})
 	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "RDMA Exporter",
+		Name:        "rdmarun_exporter",
 		Description: "Continuous RDMA probing of peers, and the state and counters of every RDMA port",
 		Version:     version.Info(),
 		Links: []web.LandingLinks{
