@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -452,5 +453,58 @@ func TestServeSecureDefaults(t *testing.T) {
 	run(t, local, rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Iterations: 100, Validate: true})
 	if log := local.output(); strings.Contains(log, "WARN") {
 		t.Errorf("a loopback responder warned\n%s", log)
+	}
+}
+
+// TestServeReloadsToken: SIGHUP makes the responder read its token file
+// again (systemctl reload): the new token is served, the old refused; a
+// file made empty keeps the token in force rather than turning
+// authentication off.
+func TestServeReloadsToken(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startResponder(t, "--token-file", tokenFile)
+	spec := rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Iterations: 50, Validate: true}
+	withToken := func(token string) error {
+		cfg := client(r)
+		cfg.Token = token
+		res, err := peer.Run(context.Background(), cfg, rdmatest.Complete(t, spec))
+		if err == nil {
+			rdmatest.CheckResult(t, res)
+		}
+		return err
+	}
+	if err := withToken("first"); err != nil {
+		t.Fatalf("the first token: %v\n%s", err, r.output())
+	}
+	hangup := func(contents, logLine string) {
+		t.Helper()
+		if err := os.WriteFile(tokenFile, []byte(contents), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(r.output(), logLine); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log within 10 s of SIGHUP\n%s", logLine, r.output())
+			}
+		}
+	}
+	hangup("second\n", "SIGHUP: token reloaded")
+	if err := withToken("second"); err != nil {
+		t.Errorf("the new token: %v\n%s", err, r.output())
+	}
+	if err := withToken("first"); !errors.Is(err, ctrl.ErrAuth) {
+		t.Errorf("the old token after reload: %v, want ErrAuth", err)
+	}
+	hangup("\n", "SIGHUP: keeping the old token")
+	if err := withToken("second"); err != nil {
+		t.Errorf("the token in force after an empty file: %v\n%s", err, r.output())
+	}
+	if r.cmd.ProcessState != nil {
+		t.Fatal("rdmarun serve exited")
 	}
 }

@@ -117,6 +117,11 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Registered before serving: a SIGHUP's default action ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go c.reloadOnHangup(ctx, hup, srv, log)
 	if exposed != nil {
 		log.Warn("serving without authentication (--allow-unauthenticated)", "listen", ln.Addr().String(), "risk", "anyone who connects gets rkeys to this host's registered memory")
 	}
@@ -127,4 +132,30 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	served, failed := srv.Stats()
 	log.Info("stopped", "tests", served, "failed", failed)
 	return nil
+}
+
+// reloadOnHangup reads the token file again on each SIGHUP (systemctl
+// reload), so a fleet rotates its token without stopping the tests in
+// flight. A file that cannot be read keeps the old token.
+func (c *serveCmd) reloadOnHangup(ctx context.Context, hup <-chan os.Signal, srv *peer.Server, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if c.tokenFile == "" {
+			log.Warn("SIGHUP: nothing to reload: no --token-file")
+			continue
+		}
+		token, err := readToken(c.tokenFile)
+		if err == nil {
+			err = srv.SetToken(token)
+		}
+		if err != nil {
+			log.Error("SIGHUP: keeping the old token", "err", err)
+			continue
+		}
+		log.Info("SIGHUP: token reloaded", "file", c.tokenFile)
+	}
 }
