@@ -27,7 +27,7 @@ export LC_ALL=C
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-# shellcheck source=image.conf
+# shellcheck source=SCRIPTDIR/image.conf
 . "$HERE/image.conf"
 
 die() { echo "build-image: $*" >&2; exit 1; }
