@@ -2,7 +2,8 @@
 # Test the image tarball that build-image.sh made (make image-test):
 #  1. crane validates it (digests, diff ids, manifest);
 #  2. its config has the entrypoint, command, user, ports and labels of
-#     image.conf, and the version and revision of the source;
+#     image.conf, and the version and revision of the source; the
+#     Dockerfile sets the same (check-dockerfile.sh);
 #  3. its root file system, unpacked from the image's own layer, holds both
 #     binaries, /etc/libibverbs.d and a provider for every driver listed
 #     there, and the mount points a runtime needs;
@@ -74,6 +75,9 @@ created=$(jq -r '.config.Labels."org.opencontainers.image.created" // ""' <<<"$c
     fail "label org.opencontainers.image.created is '$created', not an RFC 3339 UTC time"
 expect "created time" .created "\"$created\""
 [ "$failures" = 0 ] && say "config: entrypoint, cmd, user, ports, labels as in image.conf"
+# The Dockerfile must make the same image as far as a config can tell.
+printf '%s\n' "$config" >"$WORK/image-config.json"
+"$HERE/check-dockerfile.sh" "$WORK/image-config.json" || fail "the Dockerfile differs from the image"
 
 # --- 3. its root file system, from its own layer ------------------------------
 rm -rf "$ROOTFS"
