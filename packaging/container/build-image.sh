@@ -20,7 +20,7 @@
 #                          the same layer)
 #
 # Needs root (chroot checks the rootfs), apt-get (the .deb files are
-# cached under .cache/image/debs), dpkg-deb, ldd, ldconfig and GNU tar.
+# cached under .cache/image/debs), dpkg-deb, ldd, ldconfig, GNU tar and jq.
 set -euo pipefail
 umask 022
 export LC_ALL=C
@@ -263,4 +263,6 @@ crane validate --tarball "$IMAGE" >/dev/null
 
 size_fs=$(du -sk --apparent-size "$R" | cut -f1)
 size_tar=$(stat -c %s "$IMAGE")
+# The tarball is the product; the test unpacks its own copy from it.
+rm -rf "$R" "$LAYER"
 say "$IMAGE: $IMAGE_NAME:$TAG, $((size_tar / 1024)) KiB compressed, root file system $((size_fs / 1024)) MiB, $(($(date +%s) - t0)) s"

@@ -13,7 +13,8 @@
 #
 # Environment: IMAGE (default dist/rdmarun-image.tar); VERSION and REVISION
 # to expect in the labels (default: from git); GO; TESTBED_TIMEOUT for
-# the VM (default 150 s). Needs root (the layer holds root-owned files).
+# the VM (default 150 s). Needs root (the layer holds root-owned files),
+# jq, and curl (the VM uses the host's).
 set -euo pipefail
 export LC_ALL=C
 
@@ -58,7 +59,8 @@ expect() {
 expect entrypoint .config.Entrypoint "$(jq -nc --arg a "$ENTRYPOINT" '[$a]')"
 expect cmd .config.Cmd "$(jq -nc --arg a "$CMD" '[$a]')"
 expect user .config.User "\"$IMAGE_USER\""
-expect "exposed ports" '.config.ExposedPorts | keys' "[\"$RESPONDER_PORT/tcp\",\"$WEB_PORT/tcp\"]"
+expect "exposed ports" '.config.ExposedPorts | keys' \
+    "$(jq -nc --arg w "$WEB_PORT/tcp" --arg r "$RESPONDER_PORT/tcp" '[$w, $r] | sort')"
 expect os/architecture '[.os, .architecture]' "[\"linux\",\"$("$GO" env GOARCH)\"]"
 expect "layer count" '.rootfs.diff_ids | length' 1
 

@@ -91,8 +91,10 @@ exporter_pid=$!
 pids+=("$exporter_pid")
 
 metrics=$W/metrics.txt
+# (Debian 12's busybox wget crashed on this; hence curl.)
+scrape() { curl -sf --max-time 5 -o "$metrics" "http://$WEB/metrics"; }
 deadline=$(($(date +%s) + 30))
-until curl -sf --max-time 5 -o "$metrics" "http://$WEB/metrics"; do
+until scrape; do
     kill -0 "$exporter_pid" 2>/dev/null || { show_logs; fail "the exporter exited"; }
     [ "$(date +%s)" -lt "$deadline" ] || { show_logs; fail "no /metrics on $WEB within 30 s"; }
     sleep 0.5
@@ -109,7 +111,7 @@ until grep -Eq "$ok" "$metrics"; do
         show_logs; fail "no successful probe of serve within 60 s"
     }
     sleep 1
-    curl -sf --max-time 5 -o "$metrics" "http://$WEB/metrics" || true
+    scrape || true
 done
 say "probe succeeded after $(elapsed) s:"
 grep -E "$ok" "$metrics" >&2
