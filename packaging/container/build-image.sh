@@ -132,7 +132,6 @@ fetch() {
 # thread cancellation and backtraces, which ldd does not show either.
 packages=$( { echo libibverbs1; echo ibverbs-providers; echo libgcc-s1
               needed_packages "$BINS/rdmarun" "$BINS/rdmarun_exporter"; } | sed 's/:.*//' | sort -u)
-rm -rf "$ROOTFS"
 for round in 1 2 3 4 5; do
     rm -rf "$ROOTFS" && mkdir -p "$ROOTFS"
     # shellcheck disable=SC2086 # one package name a word
