@@ -53,16 +53,20 @@ mount -t tmpfs tmpfs "$ROOT/tmp"
 # and Secret would; this hides the config the image ships.
 mount --bind "$ETC" "$ROOT/etc/rdmarun"
 
-# The shared token, made by the image's own `rdmarun token` when it has one.
-# (An unknown word is a scenario file to rdmarun, so ask its command list.)
+# The shared token, made by the image's own `rdmarun token` when it has
+# one, and given to the image's unprivileged user, who runs serve below:
+# --owner must find that user in the image's /etc/passwd.
 if chroot "$ROOT" /usr/bin/rdmarun --help 2>&1 | grep -Eq '^token( |$)'; then
-    chroot "$ROOT" /usr/bin/rdmarun token /etc/rdmarun/token ||
-        fail "rdmarun token /etc/rdmarun/token failed"
-    [ "$(stat -c %a "$ETC/token")" = 600 ] || fail "rdmarun token made a token of mode $(stat -c %a "$ETC/token"), not 600"
+    chroot "$ROOT" /usr/bin/rdmarun token --owner "$RUN_AS_USER" /etc/rdmarun/token ||
+        fail "rdmarun token --owner $RUN_AS_USER /etc/rdmarun/token failed"
+    got=$(stat -c '%a %u:%g' "$ETC/token")
+    [ "$got" = "600 $RUN_AS_UID:$RUN_AS_UID" ] ||
+        fail "rdmarun token made a token with mode and owner $got, want 600 $RUN_AS_UID:$RUN_AS_UID"
 else
     # TODO: drop once `rdmarun token` is in every build tested here.
     say "this rdmarun has no token command; writing 32 random bytes instead"
     (umask 077 && head -c 32 /dev/urandom | base64 >"$ETC/token")
+    chown "$RUN_AS_UID:$RUN_AS_UID" "$ETC/token"
 fi
 
 # The exporter probes the serve responder from rxe1; its own responder
@@ -79,7 +83,9 @@ responder:
   token_file: /etc/rdmarun/token
 EOF
 
-chroot "$ROOT" /usr/bin/rdmarun serve --listen="$SERVE_ADDR" --device=rxe0 \
+# serve runs as the image's unprivileged user; the exporter as the
+# image's default user (root).
+chroot --userspec="$RUN_AS_UID:$RUN_AS_UID" "$ROOT" /usr/bin/rdmarun serve --listen="$SERVE_ADDR" --device=rxe0 \
     --token-file=/etc/rdmarun/token >"$W/serve.log" 2>&1 &
 serve_pid=$!
 pids+=("$serve_pid")
@@ -125,6 +131,9 @@ for lib in "$ROOT/usr/lib/"*/libibverbs.so.1.* "$ROOT/usr/lib/"*/libibverbs/libr
     grep -qF "$lib" <<<"$maps" || fail "the exporter has not loaded $lib"
 done
 say "the exporter runs on the rootfs's libibverbs and rxe provider"
+uid=$(awk '/^Uid:/ { print $2 }' "/proc/$serve_pid/status")
+[ "$uid" = "$RUN_AS_UID" ] || fail "rdmarun serve ran as uid $uid, not $RUN_AS_UID"
+say "rdmarun serve ran as $RUN_AS_USER (uid $uid) under a memlock limit of $(ulimit -l) KiB"
 
 # The serve side saw the tests too. (Under emulation an early probe may
 # time out and show here as a failed test; the exporter's own counters
