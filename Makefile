@@ -110,3 +110,15 @@ clean:
 	rm -rf $(BIN) $(CACHE)/bin $(CACHE)/testbed/runs
 
 FORCE:
+
+# --- Container image (packaging/container) -----------------------------------
+# Built without a container engine: Debian's packages unpacked into a root
+# file system, packed by crane into dist/rdmarun-image.tar. Needs root and
+# apt-get. image-test validates the tarball, holds the Dockerfile to it, and
+# runs the image's exporter against its rdmarun serve in the soft-RoCE VM.
+.PHONY: image image-test
+image:
+	VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' GO='$(GO)' packaging/container/build-image.sh
+
+image-test: image testbed-build
+	VERSION='$(VERSION)' GO='$(GO)' TESTBED_TIMEOUT=150 packaging/container/test-image.sh
