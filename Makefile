@@ -3,7 +3,7 @@
 
 GO        ?= go
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION) -X github.com/prometheus/common/version.Version=$(VERSION)
+LDFLAGS   := -X github.com/rdmarun/rdmarun/internal/version.Version=$(VERSION)
 BIN       := bin
 CACHE     := .cache
 TESTBIN   := $(CACHE)/bin
