@@ -129,7 +129,7 @@ dist:
 # this machine, runs the installed daemons in the testbed VM, and purges
 # them. Needs root, dpkg, rpm, apt-get and systemd-analyze.
 package-test: dist testbed-build
-	packaging/test/packages.sh
+	VERSION='$(VERSION)' packaging/test/packages.sh
 
 clean:
 	rm -rf $(BIN) $(CACHE)/bin $(CACHE)/testbed/runs $(PKG_BUILD)
