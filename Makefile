@@ -127,7 +127,7 @@ dist:
 
 # Checks the packages' contents, units and scripts, installs the debs on
 # this machine, runs the installed daemons in the testbed VM, and purges
-# them. Needs root, dpkg, rpm, apt-get and systemd-analyze.
+# them. Needs root, dpkg, rpm, apt-get, systemd-analyze and shellcheck.
 package-test: dist testbed-build
 	VERSION='$(VERSION)' packaging/test/packages.sh
 

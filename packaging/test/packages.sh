@@ -10,8 +10,9 @@
 #      soft-RoCE VM, the installed daemons started the way their units
 #      start them, an installed exporter probing an installed rdmarun serve
 #      with the token; then apt-get purge, which must leave nothing behind.
-# Offline; needs root, dpkg, apt-get, rpm and systemd-analyze. The machine
-# must not have either package installed already: the test owns them.
+# Offline; needs root, dpkg, apt-get, rpm, systemd-analyze and shellcheck.
+# The machine must not have either package installed already: the test
+# owns them.
 #
 #   packaging/test/packages.sh            the whole test, on the host
 #   packaging/test/packages.sh --in-vm    step 4's VM half (run by step 4)
@@ -171,7 +172,7 @@ fi
 
 start=$SECONDS
 [ "$(id -u)" = 0 ] || { echo "$0: run as root (it installs the packages)" >&2; exit 1; }
-for tool in dpkg-deb rpm apt-get systemd-analyze prlimit setpriv; do
+for tool in dpkg-deb rpm apt-get systemd-analyze prlimit setpriv shellcheck; do
 	command -v "$tool" >/dev/null || { echo "$0: $tool is missing" >&2; exit 1; }
 done
 
@@ -185,6 +186,9 @@ expect() {
 	fi
 	diff -u "$want" <(printf '%s\n' "$got") >&2 || fail "$1 differs from $want (UPDATE_TESTDATA=1 rewrites it)"
 }
+
+step "shellcheck"
+shellcheck packaging/scripts/*/*.sh packaging/nfpm/*.sh packaging/test/packages.sh || fail "shellcheck"
 
 step "package versions"
 while read -r describe count want; do
