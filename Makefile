@@ -3,7 +3,7 @@
 
 GO        ?= go
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X main.version=$(VERSION) -X github.com/prometheus/common/version.Version=$(VERSION)
+LDFLAGS   := -X github.com/rdmarun/rdmarun/internal/version.Version=$(VERSION)
 BIN       := bin
 CACHE     := .cache
 TESTBIN   := $(CACHE)/bin
@@ -106,8 +106,33 @@ COMPARE_ARGS ?= --lat-iters 1000 --bw-iters 1000 --pairs 5
 compare: testbed-build $(TESTBIN)/rdmarun $(TESTBIN)/compare
 	testbed/run.sh --timeout $(TESTBED_TIMEOUT) -- $(TESTBIN)/compare --rdmarun $(TESTBIN)/rdmarun $(COMPARE_ARGS)
 
+# Release artifacts: both binaries (with the git version) and the deb and
+# rpm of both packages, in dist/. nfpm runs from tools/, the module that
+# pins it, so its config paths are relative to tools/.
+PKG_BUILD   := $(CACHE)/pkg
+PKG_ARCH    := $(shell $(GO) env GOARCH)
+PKG_VERSION  = $(shell packaging/nfpm/pkgversion.sh '$(VERSION)' $$(git rev-list --count HEAD 2>/dev/null || echo 0))
+NFPM        := $(GO) -C tools tool nfpm
+.PHONY: dist package-test
+dist:
+	@mkdir -p dist $(PKG_BUILD)/man
+	rm -f dist/rdmarun_*.deb dist/rdmarun-exporter_*.deb dist/rdmarun-*.rpm dist/rdmarun-exporter-*.rpm
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/ ./cmd/rdmarun ./cmd/rdmarun_exporter
+	packaging/nfpm/manpage.sh dist/rdmarun '$(VERSION)' $(PKG_BUILD)/man/rdmarun.1.gz
+	packaging/nfpm/manpage.sh dist/rdmarun_exporter '$(VERSION)' $(PKG_BUILD)/man/rdmarun_exporter.1.gz
+	set -e; v='$(PKG_VERSION)'; for p in rdmarun rdmarun-exporter; do for f in deb rpm; do \
+		PKG_VERSION=$$v PKG_ARCH=$(PKG_ARCH) $(NFPM) package --config ../packaging/nfpm/$$p.yaml \
+			--packager $$f --target ../dist/; \
+	done; done
+
+# Checks the packages' contents, units and scripts, installs the debs on
+# this machine, runs the installed daemons in the testbed VM, and purges
+# them. Needs root, dpkg, rpm, apt-get, systemd-analyze and shellcheck.
+package-test: dist testbed-build
+	VERSION='$(VERSION)' packaging/test/packages.sh
+
 clean:
-	rm -rf $(BIN) $(CACHE)/bin $(CACHE)/testbed/runs
+	rm -rf $(BIN) $(CACHE)/bin $(CACHE)/testbed/runs $(PKG_BUILD)
 
 FORCE:
 

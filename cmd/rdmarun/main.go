@@ -9,10 +9,11 @@ import (
 	"os"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	buildversion "github.com/rdmarun/rdmarun/internal/version"
 )
 
-// version is set at link time by the Makefile.
-var version = "dev"
+var version = buildversion.String()
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -33,6 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	helped := false
 	app.Terminate(func(int) { helped = true })
 	app.HelpFlag.Short('h')
+	app.Version("rdmarun " + version)
 
 	devCmd := app.Command("devices", "List RDMA devices, ports and GID tables.")
 	devJSON := devCmd.Flag("json", "Print JSON instead of a table.").Bool()

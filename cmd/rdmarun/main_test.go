@@ -66,6 +66,7 @@ func TestRun(t *testing.T) {
 		{name: "bad set", args: []string{"validate", "--set", "x", "../../scenarios/quickstart.yaml"}, code: exitInvalid, stderr: `--set "x": want NAME=VALUE`},
 		{name: "help", args: []string{"--help"}, code: exitOK},
 		{name: "version", args: []string{"version"}, code: exitOK},
+		{name: "version flag", args: []string{"--version"}, code: exitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.devices != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/rdmarun/rdmarun/exporter/config"
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/exporter/targets"
+	buildversion "github.com/rdmarun/rdmarun/internal/version"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/sysfs"
 )
@@ -47,6 +48,9 @@ func run(args []string) int {
 	webFlags := kingpinflag.AddFlags(app, ":10520")
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
+	// prometheus/common/version's output shape and build_info metric, with
+	// the version both binaries share.
+	version.Version = buildversion.String()
 	app.Version(version.Print("rdmarun_exporter"))
 	app.HelpFlag.Short('h')
 	if _, err := app.Parse(args); err != nil {
