@@ -23,7 +23,7 @@ TESTDATA=packaging/test/testdata
 # packaging/README.md says why these values.
 SECURITY_THRESHOLD=16
 # The provisional exporter port; one place in this script.
-WEB_PORT=9879
+WEB_PORT=10520
 UNITS=(rdmarun-serve.service rdmarun_exporter.service)
 
 failures=0
@@ -331,13 +331,17 @@ VERSION=${VERSION:-$(git describe --always --dirty)}
 [ "$(/usr/bin/rdmarun_exporter --version 2>&1 | head -1 | sed 's/ (.*//')" = "rdmarun_exporter, version $VERSION" ] ||
 	fail "rdmarun_exporter --version: $(/usr/bin/rdmarun_exporter --version 2>&1 | head -1), want version $VERSION"
 
-# TODO(lead): once `rdmarun token` is merged, make the token with
-#   rdmarun token --owner rdmarun /etc/rdmarun/token
-# as the unit's comment and packaging/README.md tell operators to.
-(umask 077 && head -c 32 /dev/urandom | base64 >/etc/rdmarun/token)
-chown rdmarun:rdmarun /etc/rdmarun/token
-# The packaged configuration and env file, checked as the unit would start.
+# The packaged configuration and env file, checked as the unit would start:
+# on a fresh install there is no token yet, and the check says so.
 mapfile -t exporter_cmd < <(unit_exec rdmarun_exporter.service)
+out=$(as_user "${exporter_cmd[@]}" --config.check 2>&1) &&
+	fail "--config.check passed without the token file"
+grep -q 'rdmarun token --owner rdmarun /etc/rdmarun/token' <<<"$out" ||
+	fail "--config.check without a token does not say how to make it: $out"
+# The token, made as packaging/README.md tells operators to.
+/usr/bin/rdmarun token --owner rdmarun /etc/rdmarun/token >/dev/null
+[ "$(stat -c '%a %U:%G' /etc/rdmarun/token)" = "600 rdmarun:rdmarun" ] ||
+	fail "rdmarun token --owner: $(stat -c '%a %U:%G' /etc/rdmarun/token), want 600 rdmarun:rdmarun"
 as_user "${exporter_cmd[@]}" --config.check >/dev/null 2>&1 ||
 	fail "the packaged exporter configuration does not pass --config.check: $(as_user "${exporter_cmd[@]}" --config.check 2>&1 | tail -3)"
 
