@@ -100,7 +100,8 @@ func helm(t *testing.T, args ...string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return out.String(), &cmdError{args: cmd.Args, err: err, stderr: errb.String()}
+		// helm lint reports its findings on stdout.
+		return out.String(), &cmdError{args: cmd.Args, err: err, stderr: out.String() + errb.String()}
 	}
 	return out.String(), nil
 }
