@@ -110,3 +110,34 @@ clean:
 	rm -rf $(BIN) $(CACHE)/bin $(CACHE)/testbed/runs
 
 FORCE:
+
+# ---------------------------------------------------------------------------
+# Helm chart (packaging/helm/rdmarun) and the plain manifests rendered from it
+# (packaging/kubernetes). The checks live in the module packaging/validate,
+# so the Kubernetes, prometheus-operator and Grafana libraries stay out of
+# the main go.mod; helm is the one pinned in tools/go.mod.
+HELM_CHART    := packaging/helm/rdmarun
+HELM_VALIDATE := packaging/validate
+
+.PHONY: helm-test helm-refresh helm-manifests
+
+# helm lint --strict, strict decoding of every render for two Kubernetes
+# versions, the DaemonSet's security settings, the values schema, rules
+# and dashboards equal to their sources, the dashboards through the
+# Grafana SDK, the rendered config through --config.check, and the plain
+# manifests equal to a fresh render.
+helm-test: $(TESTBIN)/rdmarun_exporter
+	cd $(HELM_VALIDATE) && $(GO) vet ./...
+	cd $(HELM_VALIDATE) && RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter $(GO) test -count=1 ./...
+
+# After a change to prometheus/rules or dashboards: the chart's copies
+# (a chart cannot read files outside its directory), then the manifests.
+helm-refresh:
+	rm -f $(HELM_CHART)/files/rules/*.yml $(HELM_CHART)/files/dashboards/*.json
+	cp prometheus/rules/*.yml $(HELM_CHART)/files/rules/
+	cp dashboards/*.json $(HELM_CHART)/files/dashboards/
+	$(MAKE) helm-manifests
+
+# After a change to the chart: render packaging/kubernetes/*.yaml again.
+helm-manifests:
+	cd $(HELM_VALIDATE) && $(GO) test -count=1 -run 'TestManifestsMatchChart$$' . -update
