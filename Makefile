@@ -111,8 +111,20 @@ clean:
 
 FORCE:
 
-# ---------------------------------------------------------------------------
-# Helm chart (packaging/helm/rdmarun) and the plain manifests rendered from it
+# --- Container image (packaging/container) -----------------------------------
+# Built without a container engine: Debian's packages unpacked into a root
+# file system, packed by crane into dist/rdmarun-image.tar. Needs root and
+# apt-get. image-test validates the tarball, holds the Dockerfile to it, and
+# runs the image's exporter against its rdmarun serve in the soft-RoCE VM.
+.PHONY: image image-test
+image:
+	VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' GO='$(GO)' packaging/container/build-image.sh
+
+image-test: image testbed-build
+	VERSION='$(VERSION)' GO='$(GO)' TESTBED_TIMEOUT=150 packaging/container/test-image.sh
+
+# --- Helm chart (packaging/helm, packaging/kubernetes) -----------------------
+# The chart packaging/helm/rdmarun and the plain manifests rendered from it
 # (packaging/kubernetes). The checks live in the module packaging/validate,
 # so the Kubernetes, prometheus-operator and Grafana libraries stay out of
 # the main go.mod; helm is the one pinned in tools/go.mod.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,6 +40,9 @@ type Server struct {
 	cfg   ServerConfig
 	slots chan struct{}
 	wg    sync.WaitGroup
+	// token is cfg.Token until SetToken replaces it: a fleet rotates its
+	// token without stopping the tests in flight.
+	token atomic.Pointer[string]
 
 	mu     sync.Mutex
 	served int
@@ -65,7 +69,20 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxTest < 0 || cfg.MaxConcurrent < 0 || cfg.StepTimeout < 0 {
 		return nil, errors.New("peer: negative limit in the server config")
 	}
-	return &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrent)}, nil
+	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrent)}
+	s.token.Store(&cfg.Token)
+	return s, nil
+}
+
+// SetToken makes token the one new connections must prove; tests already
+// past their handshake go on. A server started with a token cannot be
+// set to none: an empty token would turn authentication off.
+func (s *Server) SetToken(token string) error {
+	if token == "" && *s.token.Load() != "" {
+		return errors.New("peer: an empty token would turn authentication off")
+	}
+	s.token.Store(&token)
+	return nil
 }
 
 // Stats reports how many tests the server finished and how many of them
@@ -119,7 +136,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) refuse(ctx context.Context, nc net.Conn, msg string) {
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.StepTimeout)
 	defer cancel()
-	c, err := ctrl.Server(sctx, nc, s.cfg.Token)
+	c, err := ctrl.Server(sctx, nc, *s.token.Load())
 	if err != nil {
 		return
 	}
@@ -160,7 +177,7 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 	ctx, cancel := context.WithTimeout(parent, s.cfg.MaxTest)
 	defer cancel()
 	sctx, scancel := s.step(ctx)
-	c, err := ctrl.Server(sctx, nc, s.cfg.Token)
+	c, err := ctrl.Server(sctx, nc, *s.token.Load())
 	scancel()
 	if err != nil {
 		return fmt.Errorf("%w: %w", errHandshake, err)

@@ -16,8 +16,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,15 +42,27 @@ type responder struct {
 
 var nextPort = 18600
 
-// startResponder starts `rdmarun serve` on rxe0 and waits until it listens.
+// startResponder starts `rdmarun serve` on rxe0, listening on 10.0.0.1,
+// and waits until it listens. Without a --token-file in args it serves
+// unauthenticated, as the operator's explicit choice.
 func startResponder(t *testing.T, args ...string) *responder {
+	t.Helper()
+	if !slices.Contains(args, "--token-file") {
+		args = append(args, "--allow-unauthenticated")
+	}
+	return startResponderAt(t, "10.0.0.1", args...)
+}
+
+// startResponderAt starts `rdmarun serve` on rxe0 with its control
+// channel on host, and waits until it listens.
+func startResponderAt(t *testing.T, host string, args ...string) *responder {
 	t.Helper()
 	bin := os.Getenv("RDMARUN_BIN")
 	if bin == "" {
 		t.Fatal("RDMARUN_BIN is not set (make testbed-test sets it)")
 	}
 	nextPort++
-	addr := net.JoinHostPort("10.0.0.1", strconv.Itoa(nextPort))
+	addr := net.JoinHostPort(host, strconv.Itoa(nextPort))
 	logf, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -407,4 +421,90 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("plain client to a TLS responder: got %v, want an error naming TLS", err)
 	}
 	t.Logf("plain client: %v", err)
+}
+
+// TestServeSecureDefaults: a responder on a network address without a
+// token refuses to start; the operator's --allow-unauthenticated starts it
+// with a warning; on loopback no token is needed, and tests run.
+func TestServeSecureDefaults(t *testing.T) {
+	bin := os.Getenv("RDMARUN_BIN")
+	if bin == "" {
+		t.Fatal("RDMARUN_BIN is not set (make testbed-test sets it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--device", "rxe0", "--listen", "10.0.0.1:18599")
+	cmd.Env = append(os.Environ(), ctrl.TokenEnv+"=")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "refusing to serve: a responder on 10.0.0.1:18599 is reachable from the network") {
+		t.Errorf("serve on 10.0.0.1 without a token: %v, want exit 3 and the refusal\n%s", err, out)
+	}
+
+	// The logs are read after a test has run: the warning is written
+	// after the socket listens, so a connect alone could beat it.
+	open := startResponder(t)
+	run(t, open, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureLatency, Iterations: 100})
+	if log := open.output(); !strings.Contains(log, "level=WARN msg=\"serving without authentication (--allow-unauthenticated)\"") {
+		t.Errorf("--allow-unauthenticated: no warning at start\n%s", log)
+	}
+
+	local := startResponderAt(t, "127.0.0.1")
+	run(t, local, rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Iterations: 100, Validate: true})
+	if log := local.output(); strings.Contains(log, "WARN") {
+		t.Errorf("a loopback responder warned\n%s", log)
+	}
+}
+
+// TestServeReloadsToken: SIGHUP makes the responder read its token file
+// again (systemctl reload): the new token is served, the old refused; a
+// file made empty keeps the token in force rather than turning
+// authentication off.
+func TestServeReloadsToken(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startResponder(t, "--token-file", tokenFile)
+	spec := rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Iterations: 50, Validate: true}
+	withToken := func(token string) error {
+		cfg := client(r)
+		cfg.Token = token
+		res, err := peer.Run(context.Background(), cfg, rdmatest.Complete(t, spec))
+		if err == nil {
+			rdmatest.CheckResult(t, res)
+		}
+		return err
+	}
+	if err := withToken("first"); err != nil {
+		t.Fatalf("the first token: %v\n%s", err, r.output())
+	}
+	hangup := func(contents, logLine string) {
+		t.Helper()
+		if err := os.WriteFile(tokenFile, []byte(contents), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(r.output(), logLine); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log within 10 s of SIGHUP\n%s", logLine, r.output())
+			}
+		}
+	}
+	hangup("second\n", "SIGHUP: token reloaded")
+	if err := withToken("second"); err != nil {
+		t.Errorf("the new token: %v\n%s", err, r.output())
+	}
+	if err := withToken("first"); !errors.Is(err, ctrl.ErrAuth) {
+		t.Errorf("the old token after reload: %v, want ErrAuth", err)
+	}
+	hangup("\n", "SIGHUP: keeping the old token")
+	if err := withToken("second"); err != nil {
+		t.Errorf("the token in force after an empty file: %v\n%s", err, r.output())
+	}
+	if r.cmd.ProcessState != nil {
+		t.Fatal("rdmarun serve exited")
+	}
 }

@@ -38,12 +38,14 @@ TESTBED_EXPORT=$out "$HERE/run.sh" --timeout "${TESTBED_TIMEOUT:-900}" -- sh -c 
     echo '== rdmarun devices (inside the VM)'
     '$rdmarun' devices || exit \$?
     echo
+    echo '== rdmarun token: the shared secret a responder on a network address needs'
+    '$rdmarun' token /tmp/token || exit \$?
     echo '== rdmarun serve on rxe0 (10.0.0.1); the scenario runs on rxe1: soft-RoCE over a veth pair, on an emulated CPU'
-    '$rdmarun' serve --device rxe0 --listen 10.0.0.1:18520 --log-level warn &
+    '$rdmarun' serve --device rxe0 --listen 10.0.0.1:18520 --token-file /tmp/token --log-level warn &
     serve=\$!
     sleep 0.5
     o=\$TESTBED_RUN_DIR/export
-    '$rdmarun' '$REPO/scenarios/roce-sweep.yaml' --device rxe1 --peer 10.0.0.1 ${emulated[*]} \
+    '$rdmarun' '$REPO/scenarios/roce-sweep.yaml' --device rxe1 --peer 10.0.0.1 --token-file /tmp/token ${emulated[*]} \
         --json \$o/roce-sweep.json --junit \$o/roce-sweep.junit.xml --html \$o/roce-sweep.html
     st=\$?
     kill \$serve

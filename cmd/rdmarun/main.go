@@ -40,6 +40,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	lb := newBenchCmd(app)
 	srv := newServeCmd(app)
 	scRun, scValidate := newScenarioCmds(app)
+	tok := newTokenCmd(app)
 
 	app.Command("version", "Print the version.")
 
@@ -62,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = scRun.run(stdout, stderr)
 	case "validate":
 		err = scValidate.validate(stdout)
+	case "token":
+		err = tok.run(stdout)
 	case "version":
 		fmt.Fprintf(stdout, "rdmarun %s\n", version)
 	}

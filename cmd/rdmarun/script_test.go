@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": cmdExitcode},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exitcode": cmdExitcode, "mode": cmdMode},
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       updateFlag(),
@@ -71,5 +71,24 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdMode implements "mode PERM FILE": the file's permission bits must be
+// exactly PERM (octal), as a secret's must.
+func cmdMode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mode PERM FILE")
+	}
+	want, err := strconv.ParseUint(args[0], 8, 32)
+	if err != nil {
+		ts.Fatalf("mode: %q is not an octal mode", args[0])
+	}
+	fi, err := os.Stat(ts.MkAbs(args[1]))
+	if err != nil {
+		ts.Fatalf("mode: %v", err)
+	}
+	if got := fi.Mode().Perm(); uint64(got) != want {
+		ts.Fatalf("%s has mode %#o, want %#o", args[1], got, want)
 	}
 }

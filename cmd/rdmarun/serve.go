@@ -31,6 +31,9 @@ type serveCmd struct {
 	maxTest       time.Duration
 	maxConcurrent int
 	logLevel      string
+	// allowUnauthenticated is the operator's explicit word that a
+	// responder on a network address may run without a token.
+	allowUnauthenticated bool
 }
 
 func newServeCmd(app *kingpin.Application) *serveCmd {
@@ -47,6 +50,7 @@ func newServeCmd(app *kingpin.Application) *serveCmd {
 	cmd.Flag("max-test", "Longest a test may hold the responder.").Default("10m").DurationVar(&c.maxTest)
 	cmd.Flag("max-concurrent", "Tests served at once.").Default("4").IntVar(&c.maxConcurrent)
 	cmd.Flag("log-level", "debug, info, warn or error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
+	cmd.Flag("allow-unauthenticated", "Serve on a network address without a token or client certificates: anyone who connects gets rkeys to this host's registered memory.").BoolVar(&c.allowUnauthenticated)
 	return c
 }
 
@@ -79,6 +83,10 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}
+	exposed := ctrl.CheckAuthenticated(c.listen, token, c.tls)
+	if exposed != nil && !c.allowUnauthenticated {
+		return &exitError{exitInvalid, fmt.Errorf("refusing to serve: %w. Create the fleet's token once with `rdmarun token FILE`, copy that file to every node and pass --token-file FILE; or listen on 127.0.0.1; or pass --allow-unauthenticated to serve anyway", exposed)}
+	}
 	gid, err := parseGID(c.gidIndex)
 	if err != nil {
 		return &exitError{exitInvalid, err}
@@ -109,6 +117,14 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Registered before serving: a SIGHUP's default action ends the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go c.reloadOnHangup(ctx, hup, srv, log)
+	if exposed != nil {
+		log.Warn("serving without authentication (--allow-unauthenticated)", "listen", ln.Addr().String(), "risk", "anyone who connects gets rkeys to this host's registered memory")
+	}
 	log.Info("serving", "listen", ln.Addr().String(), "device", c.device, "tls", tlsCfg != nil, "token", token != "")
 	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) {
 		return &exitError{exitEnvironment, err}
@@ -116,4 +132,30 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	served, failed := srv.Stats()
 	log.Info("stopped", "tests", served, "failed", failed)
 	return nil
+}
+
+// reloadOnHangup reads the token file again on each SIGHUP (systemctl
+// reload), so a fleet rotates its token without stopping the tests in
+// flight. A file that cannot be read keeps the old token.
+func (c *serveCmd) reloadOnHangup(ctx context.Context, hup <-chan os.Signal, srv *peer.Server, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if c.tokenFile == "" {
+			log.Warn("SIGHUP: nothing to reload: no --token-file")
+			continue
+		}
+		token, err := readToken(c.tokenFile)
+		if err == nil {
+			err = srv.SetToken(token)
+		}
+		if err != nil {
+			log.Error("SIGHUP: keeping the old token", "err", err)
+			continue
+		}
+		log.Info("SIGHUP: token reloaded", "file", c.tokenFile)
+	}
 }

@@ -7,10 +7,8 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -34,7 +32,6 @@ import (
 	"github.com/rdmarun/rdmarun/exporter/config"
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/exporter/targets"
-	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/sysfs"
 )
@@ -72,29 +69,46 @@ func run(args []string) int {
 		logger.Error("invalid configuration", "file", *configFile, "err", err)
 		return 3
 	}
+	sc.RLock()
+	cfg := sc.C
+	sc.RUnlock()
+	// A missing token turns the responder off rather than the daemon (port
+	// metrics and probes still work), but a check names it as an error.
+	token, tokenErr := ctrl.ReadToken(cfg.Responder.TokenFile)
+	plan := planResponder(cfg.Responder, token, tokenErr)
 	if *configCheck {
+		if tokenErr != nil {
+			logger.Error("invalid configuration", "file", *configFile, "err", fmt.Sprintf("responder: %v; %s", tokenErr, tokenHowTo))
+			return 3
+		}
+		if plan.off != "" {
+			logger.Warn("the responder will be off", "reason", plan.off)
+		}
 		logger.Info("configuration is valid", "file", *configFile)
 		return 0
 	}
 	reg.MustRegister(collector.NewPortCollector(*sysfsRoot, logger))
 
-	sc.RLock()
-	cfg := sc.C
-	sc.RUnlock()
 	device := cmp.Or(*deviceFlag, cfg.Responder.Device)
 	if device == "" {
 		device = activeDevice()
 	}
-	token, err := ctrl.ReadToken(cfg.Responder.TokenFile)
-	if err != nil {
-		logger.Error("token", "err", err)
-		return 3
+	if plan.serve && device == "" {
+		plan = responderPlan{off: "no ACTIVE RDMA device to answer on (--device or responder.device names one)"}
 	}
+	plan.register(reg)
 	mgr := targets.NewManager(reg, prober.PeerTransport(token, logger), device, logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if cfg.Responder.Enabled && device != "" {
+	switch {
+	case plan.off != "":
+		logger.Warn("responder off: other nodes cannot probe this one", "reason", plan.off)
+	case plan.unauthenticated:
+		logger.Warn("responder serves without authentication (responder.allow_unauthenticated)", "listen", cfg.Responder.Listen,
+			"risk", "anyone who connects gets rkeys to this host's registered memory")
+	}
+	if plan.serve {
 		if err := serveResponder(ctx, cfg.Responder, device, token, logger); err != nil {
 			logger.Error("responder", "err", err)
 			return 4
@@ -151,7 +165,7 @@ func run(args []string) int {
 		}
 	})
 	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "RDMA Exporter",
+		Name:        "rdmarun_exporter",
 		Description: "Continuous RDMA probing of peers, and the state and counters of every RDMA port",
 		Version:     version.Info(),
 		Links: []web.LandingLinks{
@@ -191,31 +205,4 @@ func activeDevice() string {
 		}
 	}
 	return ""
-}
-
-// serveResponder answers other nodes' probes on device until ctx ends.
-func serveResponder(ctx context.Context, cfg config.Responder, device, token string, logger *slog.Logger) error {
-	var tlsCfg *tls.Config
-	if cfg.TLS.CertFile != "" {
-		var err error
-		tlsCfg, err = ctrl.TLSConfig{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, CAFile: cfg.TLS.ClientCAFile}.ServerConfig()
-		if err != nil {
-			return err
-		}
-	}
-	srv, err := peer.NewServer(peer.ServerConfig{Device: device, GIDIndex: rdma.AutoGIDIndex, Token: token, Logger: logger})
-	if err != nil {
-		return err
-	}
-	ln, err := ctrl.Listen(cfg.Listen, tlsCfg)
-	if err != nil {
-		return err
-	}
-	go func() {
-		if err := srv.Serve(ctx, ln); err != nil {
-			logger.Error("responder stopped", "err", err)
-		}
-	}()
-	logger.Info("responder listening", "address", ln.Addr().String(), "device", device)
-	return nil
 }

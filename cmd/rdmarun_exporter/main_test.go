@@ -19,6 +19,17 @@ func TestConfigCheck(t *testing.T) {
 	if code := run([]string{"--config.file=../../exporter/config/testdata/invalid-read-uc.yml", "--config.check"}); code != 3 {
 		t.Errorf("invalid config: exit %d, want 3", code)
 	}
+	for _, bad := range []string{
+		"modules: {m: {count: 1000000}}\n",
+		"modules: {m: {tls: {ca_file: no-such-ca.pem}}}\n",
+		"responder: {token_file: no-such-token}\n",
+		"responder: {tls: {cert_file: no-such.pem, key_file: no-such.key}}\n",
+	} {
+		file := writeFile(t, t.TempDir(), "rdmarun_exporter.yml", []byte(bad))
+		if code := run([]string{"--config.file=" + file, "--config.check"}); code != 3 {
+			t.Errorf("--config.check of %q: exit %d, want 3", bad, code)
+		}
+	}
 	if code := run([]string{"--no-such-flag"}); code != 3 {
 		t.Errorf("bad flag: exit %d, want 3", code)
 	}

@@ -49,6 +49,11 @@ func Load(path string) (*Config, error) {
 			}
 		}
 	}
+	if r := c.Responder; r.Enabled && r.TLS.CertFile != "" {
+		if err := r.TLS.Ctrl().Validate(); err != nil {
+			return nil, fmt.Errorf("config %s: responder: tls: %w", path, err)
+		}
+	}
 	return c, nil
 }
 

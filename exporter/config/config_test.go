@@ -109,6 +109,8 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"dns-device-port", `dns target "peers.example": device_port 256 is outside 1..255`},
 		{"duplicate-target", `targets: duplicate target name "n1"`},
 		{"tls-half", `responder: tls: cert_file and key_file go together`},
+		{"count", `module "m": count 100001: want 1 to 100000 round trips per probe (more is a benchmark: rdmarun bench)`},
+		{"responder-tls-missing", "responder: tls: ctrl: TLS CertFile testdata/no-such-cert.pem does not exist\nctrl: TLS KeyFile testdata/no-such-key.pem does not exist"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := "testdata/invalid-" + tc.file + ".yml"

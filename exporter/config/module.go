@@ -151,6 +151,12 @@ var (
 // this fraction of its interval.
 const maxBandwidthDuty = 10
 
+// maxCount bounds a probe's round trips. A probe holds both ends' QPs and
+// a core for its whole run, and its samples in memory: 100,000 round
+// trips take about 0.2 s on hardware and seconds under emulation, beyond
+// what a health probe needs.
+const maxCount = 100_000
+
 // moduleYAML is a module as written: names and sizes as text, turned into
 // a Module by module(), which knows nothing of the module's name; the
 // caller adds it to errors.
@@ -245,8 +251,8 @@ func (m moduleYAML) module() (Module, error) {
 		}
 		out.Sizes = append(out.Sizes, n)
 	}
-	if m.Count < 1 {
-		return Module{}, fmt.Errorf("count %d: want at least 1 probe per round", m.Count)
+	if m.Count < 1 || m.Count > maxCount {
+		return Module{}, fmt.Errorf("count %d: want 1 to %d round trips per probe (more is a benchmark: rdmarun bench)", m.Count, maxCount)
 	}
 	if m.Interval <= 0 {
 		return Module{}, fmt.Errorf("interval %v must be positive", m.Interval)

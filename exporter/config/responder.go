@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+
+	"github.com/rdmarun/rdmarun/ctrl"
 )
 
 // Responder is the in-process responder that lets other exporters probe
@@ -13,6 +15,10 @@ type Responder struct {
 	Device    string `yaml:"device"`
 	TokenFile string `yaml:"token_file"`
 	TLS       TLS    `yaml:"tls"`
+	// AllowUnauthenticated is the operator's explicit word that the
+	// responder may serve a network address without a token or client
+	// certificates. Without it such a responder stays off.
+	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
 }
 
 // TLS protects the responder's control channel, which carries rkeys.
@@ -20,6 +26,11 @@ type TLS struct {
 	CertFile     string `yaml:"cert_file"`
 	KeyFile      string `yaml:"key_file"`
 	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Ctrl is the control channel's form of the settings.
+func (t TLS) Ctrl() ctrl.TLSConfig {
+	return ctrl.TLSConfig{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.ClientCAFile}
 }
 
 // defaultResponder is what a responder takes for absent keys.

@@ -172,8 +172,13 @@ func TestExportersProbeEachOther(t *testing.T) {
 	})
 	t.Logf("both healthy %v after start", took.Round(time.Millisecond))
 	for i, e := range es {
-		_, why := healthy(e.scrape(t), targets[i], 0)
+		s := e.scrape(t)
+		_, why := healthy(s, targets[i], 0)
 		t.Logf("%s: %s", e.name, why)
+		// Each answers with the shared token: on, and authenticated.
+		if on, open := s.sum("rdmarun_exporter_responder_enabled", nil), s.sum("rdmarun_exporter_responder_unauthenticated", nil); on != 1 || open != 0 {
+			t.Errorf("%s: responder enabled %v, unauthenticated %v; want 1 and 0", e.name, on, open)
+		}
 	}
 	// One probe on demand, with its log: every step of a real probe.
 	body, err := a.get("/probe?target=" + addrB + ":18701&module=default&debug=true")

@@ -28,6 +28,7 @@ var wantAlerts = []string{
 	"RDMAProbeFailing",
 	"RDMAProbeLatencyHigh",
 	"RDMAProbeRetryErrors",
+	"RDMAResponderUnauthenticated",
 }
 
 const thresholdPrefix = "rdma:alert_threshold:"

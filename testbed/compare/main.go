@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 )
 
 type options struct {
+	tokenFile  string // the responder's token, made by rdmarun token for this run
 	rdmarun    string
 	latIters   int
 	bwIters    int
@@ -91,6 +93,17 @@ func run() int {
 }
 
 func compare(w io.Writer, o options) error {
+	// A responder on a network address needs a token; the handshake that
+	// proves it happens before the measured loops.
+	dir, err := os.MkdirTemp("", "compare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	o.tokenFile = filepath.Join(dir, "token")
+	if out, err := exec.Command(o.rdmarun, "token", o.tokenFile).CombinedOutput(); err != nil {
+		return fmt.Errorf("rdmarun token: %w: %s", err, out)
+	}
 	serve, err := startServe(o)
 	if err != nil {
 		return err
@@ -140,7 +153,7 @@ func compare(w io.Writer, o options) error {
 
 func startServe(o options) (*exec.Cmd, error) {
 	addr := net.JoinHostPort(o.serverAddr, "18520")
-	cmd := exec.Command(o.rdmarun, "serve", "--device", o.serverDev, "--gid-index", strconv.Itoa(o.gidIndex), "--listen", addr, "--log-level", "warn")
+	cmd := exec.Command(o.rdmarun, "serve", "--device", o.serverDev, "--gid-index", strconv.Itoa(o.gidIndex), "--listen", addr, "--log-level", "warn", "--token-file", o.tokenFile)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("rdmarun serve: %w", err)
@@ -251,7 +264,7 @@ func runRdmarun(o options, t test) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	args := append([]string{"bench", "--peer", net.JoinHostPort(o.serverAddr, "18520"), "--device", o.clientDev,
-		"--gid-index", strconv.Itoa(o.gidIndex), "--inline", "0", "--json", "-"}, t.bench...)
+		"--gid-index", strconv.Itoa(o.gidIndex), "--inline", "0", "--json", "-", "--token-file", o.tokenFile}, t.bench...)
 	cmd := exec.CommandContext(ctx, o.rdmarun, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
