@@ -114,19 +114,24 @@ func TestRenderedConfigPassesConfigCheck(t *testing.T) {
 			if !strings.Contains(cfg, "name: "+srv) {
 				t.Errorf("the config does not resolve %s:\n%s", srv, cfg)
 			}
-			// A responder only with a token.
+			// Never an open responder; a token whenever the chart has one.
 			var parsed struct {
 				Responder struct {
-					Enabled   bool   `json:"enabled"`
-					TokenFile string `json:"token_file"`
+					Enabled              bool   `json:"enabled"`
+					TokenFile            string `json:"token_file"`
+					AllowUnauthenticated *bool  `json:"allow_unauthenticated"`
 				} `json:"responder"`
 			}
 			if err := yaml.Unmarshal([]byte(cfg), &parsed); err != nil {
 				t.Fatal(err)
 			}
-			hasToken, responderOn := parsed.Responder.TokenFile == tokenPath, parsed.Responder.Enabled
-			if hasToken != responderOn {
-				t.Errorf("token_file set: %v, responder on: %v; they go together:\n%s", hasToken, responderOn, cfg)
+			r := parsed.Responder
+			if r.AllowUnauthenticated == nil || *r.AllowUnauthenticated {
+				t.Errorf("responder.allow_unauthenticated is not false:\n%s", cfg)
+			}
+			// Of the cases, only the default values have no token.
+			if wantToken := c.name != "default"; (r.TokenFile == tokenPath) != wantToken {
+				t.Errorf("token_file %q; want %s: %v", r.TokenFile, tokenPath, wantToken)
 			}
 		})
 	}

@@ -1,16 +1,16 @@
 {{/*
 The exporter's configuration. Peers come from the headless Service's SRV
 record, so a new node is probed after the next refresh with no change here.
-Without a token the responder is off: a responder without one would hand
-registered memory to anyone who asks.
+Without a token the exporter turns its responder off at start and logs
+how to make one; the chart never allows an unauthenticated responder.
 */}}
 {{- define "rdmarun.config" -}}
-{{- $responder := dict "enabled" false }}
+{{- $responder := dict "enabled" true "listen" (printf ":%d" (int .Values.responder.port)) "allow_unauthenticated" false }}
 {{- if include "rdmarun.tokenSecret" . }}
-{{- $responder = dict "enabled" true "listen" (printf ":%d" (int .Values.responder.port)) "token_file" (printf "%s/token" (include "rdmarun.configDir" .)) }}
-{{- if .Values.responder.device }}
-{{- $_ := set $responder "device" .Values.responder.device }}
+{{- $_ := set $responder "token_file" (printf "%s/token" (include "rdmarun.configDir" .)) }}
 {{- end }}
+{{- with .Values.responder.device }}
+{{- $_ := set $responder "device" . }}
 {{- end }}
 {{- $dns := list (dict "name" (include "rdmarun.peersSRV" .) "module" .Values.config.peerModule "refresh" .Values.config.peerRefresh) }}
 {{- $targets := dict "dns" $dns "max_probes_per_second" .Values.config.maxProbesPerSecond "jitter" .Values.config.jitter }}
