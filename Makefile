@@ -147,3 +147,38 @@ image:
 
 image-test: image testbed-build
 	VERSION='$(VERSION)' GO='$(GO)' TESTBED_TIMEOUT=150 packaging/container/test-image.sh
+
+# --- Helm chart (packaging/helm, packaging/kubernetes) -----------------------
+# The chart packaging/helm/rdmarun and the plain manifests rendered from it
+# (packaging/kubernetes). The checks live in the module packaging/validate,
+# so the Kubernetes, prometheus-operator and Grafana libraries stay out of
+# the main go.mod; helm is the one pinned in tools/go.mod.
+HELM_CHART    := packaging/helm/rdmarun
+HELM_VALIDATE := packaging/validate
+
+.PHONY: helm-test helm-refresh helm-manifests
+
+# helm lint --strict, strict decoding of every render for two Kubernetes
+# versions, the DaemonSet's security settings, the values schema, rules
+# and dashboards equal to their sources, the dashboards through the
+# Grafana SDK, the rendered config through --config.check, and the plain
+# manifests equal to a fresh render.
+# helm is built here, not inside the test, so a cold build (minutes) does
+# not count against the test's timeout.
+helm-test: $(TESTBIN)/rdmarun_exporter
+	cd $(HELM_VALIDATE) && $(GO) vet ./...
+	helm=$$($(GO) -C tools tool -n helm) && cd $(HELM_VALIDATE) && \
+		HELM=$$helm RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter $(GO) test -count=1 -timeout 15m ./...
+
+# After a change to prometheus/rules or dashboards: the chart's copies
+# (a chart cannot read files outside its directory), then the manifests.
+helm-refresh:
+	rm -f $(HELM_CHART)/files/rules/*.yml $(HELM_CHART)/files/dashboards/*.json
+	cp prometheus/rules/*.yml $(HELM_CHART)/files/rules/
+	cp dashboards/*.json $(HELM_CHART)/files/dashboards/
+	$(MAKE) helm-manifests
+
+# After a change to the chart: render packaging/kubernetes/*.yaml again.
+helm-manifests:
+	helm=$$($(GO) -C tools tool -n helm) && cd $(HELM_VALIDATE) && \
+		HELM=$$helm $(GO) test -count=1 -timeout 15m -run 'TestManifestsMatchChart$$' . -update

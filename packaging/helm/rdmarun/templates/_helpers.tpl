@@ -1,0 +1,63 @@
+{{/* Names are cut to 63 characters, the limit of a DNS label. */}}
+{{- define "rdmarun.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "rdmarun.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The headless Service's name; "-peers" must fit in the 63. */}}
+{{- define "rdmarun.peersService" -}}
+{{- printf "%s-peers" (include "rdmarun.fullname" . | trunc 57 | trimSuffix "-") }}
+{{- end }}
+
+{{/* The SRV name that lists every node's responder. */}}
+{{- define "rdmarun.peersSRV" -}}
+{{- printf "_%s._tcp.%s.%s.svc.%s" .Values.responder.portName (include "rdmarun.peersService" .) .Release.Namespace .Values.clusterDomain }}
+{{- end }}
+
+{{- define "rdmarun.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "rdmarun.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "rdmarun.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "rdmarun.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "rdmarun.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion }}
+{{- if eq $tag "latest" }}
+{{- fail "image.tag: \"latest\" is refused; pin a release" }}
+{{- end }}
+{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the token, or "" when there is none. */}}
+{{- define "rdmarun.tokenSecret" -}}
+{{- if .Values.token.existingSecret }}
+{{- .Values.token.existingSecret }}
+{{- else if .Values.token.value }}
+{{- printf "%s-token" (include "rdmarun.fullname" . | trunc 57 | trimSuffix "-") }}
+{{- end }}
+{{- end }}
+
+{{/* Where the exporter finds its configuration and token. */}}
+{{- define "rdmarun.configDir" -}}/etc/rdmarun{{- end }}
