@@ -159,6 +159,11 @@ func run(args []string) int {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	mux.Handle("/probe", prober.NewHandler(sc, device, token, logger))
+	// Liveness, as Prometheus and blackbox_exporter serve it: the HTTP
+	// server runs. It waits for no peer, so a lone node is healthy too.
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("Healthy\n"))
+	})
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST to reload the configuration", http.StatusMethodNotAllowed)

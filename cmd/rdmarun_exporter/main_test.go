@@ -103,6 +103,9 @@ func TestServe(t *testing.T) {
 	if code, _ := get(t, base+"/"); code != 200 {
 		t.Errorf("landing page: %d", code)
 	}
+	if code, body := get(t, base+"/-/healthy"); code != 200 || body != "Healthy\n" {
+		t.Errorf("/-/healthy: %d %q", code, body)
+	}
 
 	// A bad file on reload keeps the old configuration.
 	if err := os.WriteFile(cfgFile, []byte("modules: {default: {op: teleport}}\n"), 0o644); err != nil {
