@@ -21,7 +21,7 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # Everything CI checks, cheapest first.
-test: fmt-check vet unit rules-test nordma staticcheck chromium-test testbed-selftest testbed-test
+test: fmt-check vet unit rules-test nordma staticcheck chromium-test testbed-selftest testbed-test package-test
 
 unit:
 	$(GO) test -count=1 ./...
@@ -106,15 +106,18 @@ COMPARE_ARGS ?= --lat-iters 1000 --bw-iters 1000 --pairs 5
 compare: testbed-build $(TESTBIN)/rdmarun $(TESTBIN)/compare
 	testbed/run.sh --timeout $(TESTBED_TIMEOUT) -- $(TESTBIN)/compare --rdmarun $(TESTBIN)/rdmarun $(COMPARE_ARGS)
 
-# Release artifacts: both binaries (with the git version) and the deb and
-# rpm of both packages, in dist/. nfpm runs from tools/, the module that
-# pins it, so its config paths are relative to tools/.
+# Release artifacts, all in dist/ and all with the version from git: both
+# binaries, the deb and rpm of both packages, the container image (made
+# from the same binaries) and the Helm chart. nfpm runs from tools/, the
+# module that pins it, so its config paths are relative to tools/.
 PKG_BUILD   := $(CACHE)/pkg
 PKG_ARCH    := $(shell $(GO) env GOARCH)
 PKG_VERSION  = $(shell packaging/nfpm/pkgversion.sh '$(VERSION)' $$(git rev-list --count HEAD 2>/dev/null || echo 0))
 NFPM        := $(GO) -C tools tool nfpm
-.PHONY: dist package-test
-dist:
+.PHONY: dist dist-packages dist-chart package-test packages-test
+dist: dist-packages image dist-chart
+
+dist-packages:
 	@mkdir -p dist $(PKG_BUILD)/man
 	rm -f dist/rdmarun_*.deb dist/rdmarun-exporter_*.deb dist/rdmarun-*.rpm dist/rdmarun-exporter-*.rpm
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/ ./cmd/rdmarun ./cmd/rdmarun_exporter
@@ -125,14 +128,28 @@ dist:
 			--packager $$f --target ../dist/; \
 	done; done
 
+# The chart's version is the packages' (SemVer with build metadata); its
+# appVersion, the image tag it deploys by default, is the image's.
+dist-chart:
+	@mkdir -p dist
+	rm -f dist/rdmarun-*.tgz
+	$(GO) -C tools tool helm package ../packaging/helm/rdmarun --destination ../dist \
+		--version '$(PKG_VERSION)' --app-version '$(VERSION)'
+
+# Everything offline that proves the release: the packages (contents,
+# units, a real install, the installed daemons in the VM, a purge), the
+# image (validated, and its own binaries and libibverbs run in the VM) and
+# the chart (lint, strict decoding, security settings, schema). Needs root.
+package-test: packages-test image-test helm-test
+
 # Checks the packages' contents, units and scripts, installs the debs on
 # this machine, runs the installed daemons in the testbed VM, and purges
 # them. Needs root, dpkg, rpm, apt-get, systemd-analyze and shellcheck.
-package-test: dist testbed-build
+packages-test: dist-packages testbed-build
 	VERSION='$(VERSION)' packaging/test/packages.sh
 
 clean:
-	rm -rf $(BIN) $(CACHE)/bin $(CACHE)/testbed/runs $(PKG_BUILD)
+	rm -rf $(BIN) $(CACHE)/bin $(CACHE)/testbed/runs $(PKG_BUILD) dist
 
 FORCE:
 
@@ -142,8 +159,8 @@ FORCE:
 # apt-get. image-test validates the tarball, holds the Dockerfile to it, and
 # runs the image's exporter against its rdmarun serve in the soft-RoCE VM.
 .PHONY: image image-test
-image:
-	VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' GO='$(GO)' packaging/container/build-image.sh
+image: dist-packages
+	VERSION='$(VERSION)' BIN_DIR=dist GO='$(GO)' packaging/container/build-image.sh
 
 image-test: image testbed-build
 	VERSION='$(VERSION)' GO='$(GO)' TESTBED_TIMEOUT=150 packaging/container/test-image.sh
