@@ -84,7 +84,11 @@ func Suspects(hosts []Host, outcomes []Outcome, lagFactor float64) ([]Suspect, e
 		}
 	}
 
-	blamed := map[NIC][]*path{} // blamed NIC -> the bad paths it explains
+	type blame struct {
+		paths         []*path // the bad paths it explains
+		bad, partners int
+	}
+	blamed := map[NIC]blame{}
 	for {
 		var pick NIC
 		var pickBad, pickPartners int
@@ -123,7 +127,7 @@ func Suspects(hosts []Host, outcomes []Outcome, lagFactor float64) ([]Suspect, e
 				explained = append(explained, paths[k])
 			}
 		}
-		blamed[pick] = explained
+		blamed[pick] = blame{explained, pickBad, pickPartners}
 	}
 
 	var out []Suspect
@@ -139,14 +143,18 @@ func Suspects(hosts []Host, outcomes []Outcome, lagFactor float64) ([]Suspect, e
 		if !rail || 2*len(nics) > nicsPerHost[h] {
 			s := Suspect{Kind: SuspectHost, Name: hosts[h].Name}
 			for _, n := range nics {
-				s.add(blamed[n])
+				s.Evidence = append(s.Evidence, fmt.Sprintf("%s is bad with %d of %d partners", name(n), blamed[n].bad, blamed[n].partners))
+			}
+			for _, n := range nics {
+				s.add(blamed[n].paths)
 			}
 			out = append(out, s)
 			continue
 		}
 		for _, n := range nics {
 			s := Suspect{Kind: SuspectNIC, Name: name(n)}
-			s.add(blamed[n])
+			s.Evidence = append(s.Evidence, fmt.Sprintf("%s is bad with %d of %d partners", name(n), blamed[n].bad, blamed[n].partners))
+			s.add(blamed[n].paths)
 			out = append(out, s)
 		}
 	}

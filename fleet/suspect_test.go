@@ -147,6 +147,14 @@ func TestSuspectsRail(t *testing.T) {
 	if s, want := suspectString(got), "host h1 (6)"; s != want {
 		t.Errorf("dead host: suspects %s, want %s", s, want)
 	}
+	wantEvidence := []string{
+		"h1/mlx5_0 is bad with 3 of 3 partners",
+		"h1/mlx5_1 is bad with 3 of 3 partners",
+		"h0/mlx5_0 -> h1/mlx5_0 write-latency p99: a host did not answer",
+	}
+	if len(got) == 1 && (len(got[0].Evidence) != 8 || !slices.Equal(got[0].Evidence[:3], wantEvidence)) {
+		t.Errorf("dead host evidence %q, want 2 summaries and 6 pairs starting %q", got[0].Evidence, wantEvidence)
+	}
 }
 
 func TestSuspectEvidence(t *testing.T) {
