@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 )
 
@@ -32,19 +31,5 @@ func TestMatrices(t *testing.T) {
 		`[null,null,{"status":"env"}],[{"status":"fail"},null,null]]}]`
 	if string(data) != want {
 		t.Errorf("matrices\n got %s\nwant %s", data, want)
-	}
-}
-
-// Two hosts alone: the failing pair is named as a link, with the caveat
-// that nothing tells the hosts from the path.
-func TestSuspectsTwoHostsCaveat(t *testing.T) {
-	hosts, outcomes := fleetRun{hosts: 2, badLinks: [][2]int{{0, 1}}}.build(t)
-	got, err := Suspects(hosts, outcomes, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 || len(got[0].Evidence) != 2 ||
-		!strings.Contains(got[0].Evidence[1], "cannot be told apart") {
-		t.Errorf("suspects %+v, want one link with the caveat", got)
 	}
 }

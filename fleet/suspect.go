@@ -167,8 +167,10 @@ func Suspects(hosts []Host, outcomes []Outcome, lagFactor float64) ([]Suspect, e
 		}
 		s := Suspect{Kind: SuspectLink, Name: name(k.lo) + " <-> " + name(k.hi)}
 		s.add([]*path{p})
-		if partnersOf(order, k.lo) < minPartnersToBlame && partnersOf(order, k.hi) < minPartnersToBlame {
-			s.Evidence = append(s.Evidence, fmt.Sprintf("%s and %s were tested with no one else, so the hosts and the path cannot be told apart", name(k.lo), name(k.hi)))
+		for _, n := range []NIC{k.lo, k.hi} {
+			if partnersOf(order, n) < minPartnersToBlame {
+				s.Evidence = append(s.Evidence, fmt.Sprintf("%s was tested with no one else, so it cannot be told apart from this path", name(n)))
+			}
 		}
 		out = append(out, s)
 	}

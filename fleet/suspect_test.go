@@ -258,3 +258,21 @@ func TestSuspectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// Two hosts alone: the failing pair is named as a link, with the caveat
+// that nothing tells the hosts from the path.
+func TestSuspectsTwoHostsCaveat(t *testing.T) {
+	hosts, outcomes := fleetRun{hosts: 2, badLinks: [][2]int{{0, 1}}}.build(t)
+	got, err := Suspects(hosts, outcomes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"h0 -> h1 write-latency p99: failed",
+		"h0 was tested with no one else, so it cannot be told apart from this path",
+		"h1 was tested with no one else, so it cannot be told apart from this path",
+	}
+	if len(got) != 1 || !slices.Equal(got[0].Evidence, want) {
+		t.Errorf("suspects %+v, want one link with evidence %q", got, want)
+	}
+}
