@@ -12,10 +12,12 @@
 #  - 3 or more: each veth<i> is paired with bport<i>, a port of bridge br0;
 #    the bridge module is loaded by init.sh only then.
 #
-# Why not network namespaces, one per host: rxe in the 6.1 kernel opens its
-# UDP socket (port 4791) in the initial namespace only, so a device whose
-# netdev sits in another namespace never receives a packet. All hosts share
-# one namespace, and the rules below keep their traffic off lo.
+# Why not network namespaces, one per host: `rdma link add` accepts a
+# netdev in another namespace (the RDMA subsystem runs in shared mode), but
+# rxe in the 6.1 kernel opens its RoCE UDP socket (port 4791) in the
+# initial namespace only, so such a device receives nothing; RC connects
+# fail. All hosts share one namespace, and the rules below keep their
+# traffic off lo.
 #
 # Each process start costs about 30 ms under TCG: one ip batch, sysctls
 # written through /proc with shell builtins, one rdma batch.
