@@ -28,6 +28,9 @@ INIT=$HERE/init.sh
 # the control channel's TCP is spared.
 MODULES=(virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe ib_uverbs
          rdma_ucm ib_umad veth sch_netem sch_prio cls_u32 virtio_rng)
+# Loaded by init.sh only for more than 2 hosts (TESTBED_HOSTS), so the
+# default 2-host boot does not pay for them.
+BRIDGE_MODULES=(bridge)
 
 for tool in apt-cache apt-get dpkg-deb depmod modprobe cpio gzip sha256sum flock timeout; do
     command -v "$tool" >/dev/null || die "missing host tool '$tool'"
@@ -128,23 +131,32 @@ extract_vmlinux() {
 
 # Resolve the load order. Each --show-depends line is either
 # "insmod /path/x.ko [options]" or "builtin x". Built-in ones need nothing.
+# resolve LIST_VAR MODULE... appends to LIST_VAR the files not seen yet.
 declare -A seen=()
+resolve() {
+    local -n list=$1
+    local mod out kind path
+    shift
+    for mod in "$@"; do
+        out=$(timeout 60 modprobe -d "$KROOT" -S "$VER" --show-depends "$mod" 2>&1) ||
+            die "module $mod not found in kernel $VER: $out"
+        while read -r kind path _; do
+            case $kind in
+                builtin) ;;
+                insmod)
+                    if [ -z "${seen[$path]+x}" ]; then
+                        seen[$path]=1
+                        list+=("$path")
+                    fi ;;
+                *) die "unexpected modprobe output for $mod: $kind $path" ;;
+            esac
+        done <<<"$out"
+    done
+}
 order=()
-for mod in "${MODULES[@]}"; do
-    out=$(timeout 60 modprobe -d "$KROOT" -S "$VER" --show-depends "$mod" 2>&1) ||
-        die "module $mod not found in kernel $VER: $out"
-    while read -r kind path _; do
-        case $kind in
-            builtin) ;;
-            insmod)
-                if [ -z "${seen[$path]+x}" ]; then
-                    seen[$path]=1
-                    order+=("$path")
-                fi ;;
-            *) die "unexpected modprobe output for $mod: $kind $path" ;;
-        esac
-    done <<<"$out"
-done
+resolve order "${MODULES[@]}"
+bridge_order=()
+resolve bridge_order "${BRIDGE_MODULES[@]}"
 
 # Assemble the initramfs tree in a scratch directory, then swap it in.
 TREE=$CACHE/initramfs.tmp
@@ -154,19 +166,27 @@ mkdir -p "$TREE"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,host,share,etc,tmp} \
 cp /bin/busybox "$TREE/bin/busybox"
 cp "$INIT" "$TREE/init"
 chmod 755 "$TREE/init"
-: >"$TREE/etc/testbed-modules"
 moddir=$KROOT/lib/modules/$VER
-for path in "${order[@]}"; do
-    rel=${path#"$moddir"/}
-    case $path in
-        *.ko) ;;
-        # Compressed modules would need decompressing for busybox insmod.
-        *) die "unsupported module file $path (expected plain .ko)" ;;
-    esac
-    mkdir -p "$TREE/lib/modules/$VER/$(dirname "$rel")"
-    cp "$path" "$TREE/lib/modules/$VER/$rel"
-    echo "/lib/modules/$VER/$rel" >>"$TREE/etc/testbed-modules"
-done
+# copy_modules LIST_FILE PATH... copies the modules and lists them in load
+# order for init.sh.
+copy_modules() {
+    local listfile=$1 path rel
+    shift
+    : >"$listfile"
+    for path in "$@"; do
+        rel=${path#"$moddir"/}
+        case $path in
+            *.ko) ;;
+            # Compressed modules would need decompressing for busybox insmod.
+            *) die "unsupported module file $path (expected plain .ko)" ;;
+        esac
+        mkdir -p "$TREE/lib/modules/$VER/$(dirname "$rel")"
+        cp "$path" "$TREE/lib/modules/$VER/$rel"
+        echo "/lib/modules/$VER/$rel" >>"$listfile"
+    done
+}
+copy_modules "$TREE/etc/testbed-modules" "${order[@]}"
+copy_modules "$TREE/etc/testbed-modules-bridge" "${bridge_order[@]}"
 # A modules.dep for just these modules lets busybox modprobe (used by the
 # kernel for on-demand loads) find them.
 for f in modules.builtin modules.builtin.modinfo modules.order; do
@@ -188,5 +208,5 @@ echo "$STAMP_WANT" >"$CACHE/stamp"
 end=$(date +%s%N)
 ms=$(( (end - start) / 1000000 ))
 printf 'testbed: built kernel %s and initramfs (%d modules, %d KiB) in %d.%01d s into %s\n' \
-    "$VER" "${#order[@]}" "$(( $(stat -c %s "$CACHE/initrd.img") / 1024 ))" \
+    "$VER" "$(( ${#order[@]} + ${#bridge_order[@]} ))" "$(( $(stat -c %s "$CACHE/initrd.img") / 1024 ))" \
     $((ms / 1000)) $((ms % 1000 / 100)) "$CACHE"

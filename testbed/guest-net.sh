@@ -3,9 +3,21 @@
 # chroot on the host's root file system (init.sh calls it), so it uses the
 # host's ip and rdma tools.
 #
-# Result: veth0 10.0.0.1/24 <-> veth1 10.0.0.2/24, rxe0 on veth0, rxe1 on
-# veth1, both ports ACTIVE, and RoCE traffic between them really crossing
-# the veth pair (so netem on a veth affects it).
+#   guest-net.sh [HOSTS]     HOSTS: 2 (default) to 10
+#
+# Host i (0-based) is rxe<i> on veth<i> with 10.0.0.<i+1>/24, port ACTIVE,
+# and RoCE traffic between any two hosts really crosses their veths (so
+# netem on a veth, or a veth going down, affects it).
+#  - 2 hosts: veth0 and veth1 are the two ends of one veth pair.
+#  - 3 or more: each veth<i> is paired with bport<i>, a port of bridge br0;
+#    the bridge module is loaded by init.sh only then.
+#
+# Why not network namespaces, one per host: `rdma link add` accepts a
+# netdev in another namespace (the RDMA subsystem runs in shared mode), but
+# rxe in the 6.1 kernel opens its RoCE UDP socket (port 4791) in the
+# initial namespace only, so such a device receives nothing; RC connects
+# fail. All hosts share one namespace, and the rules below keep their
+# traffic off lo.
 #
 # Each process start costs about 30 ms under TCG: one ip batch, sysctls
 # written through /proc with shell builtins, one rdma batch.
@@ -13,55 +25,116 @@ set -eu
 
 fail() { echo "testbed-net: $*" >&2; exit 1; }
 
-# Both addresses are local, so by default the kernel delivers
+hosts=${1:-2}
+case $hosts in
+    [2-9]|10) ;;
+    *) fail "TESTBED_HOSTS must be a whole number from 2 to 10 (got '$hosts')" ;;
+esac
+
+# Every address is local, so by default the kernel delivers
 # 10.0.0.2 -> 10.0.0.1 through lo and rxe never sees a packet on the wire.
-# The rules below make output to the peer leave by the owning veth:
+# The rules below make output to a peer leave by the sender's veth:
 #  - the "local" table moves from pref 0 to 100, so earlier rules win;
 #  - a packet to a veth's own address sent via that same veth (rxe0 to
 #    itself) still goes through local, else single-device loopback hangs;
 #  - a per-oif table routes the subnet out of that veth with its source;
-#  - sockets bound to one address talking to the other (rdma_cm clients
-#    bound to a source) use the source's veth table.
-ip -batch - <<'EOF' || fail "ip setup failed"
-link set lo up
-link add veth0 type veth peer name veth1
-addr add 10.0.0.1/24 dev veth0
-addr add 10.0.0.2/24 dev veth1
-link set veth0 up
-link set veth1 up
-rule add pref 100 lookup local
-rule del pref 0 lookup local
-rule add pref 10 to 10.0.0.1 oif veth0 lookup local
-rule add pref 11 to 10.0.0.2 oif veth1 lookup local
-rule add pref 20 oif veth0 lookup 10
-rule add pref 21 oif veth1 lookup 11
-rule add pref 30 from 10.0.0.2 to 10.0.0.1 iif lo lookup 11
-rule add pref 31 from 10.0.0.1 to 10.0.0.2 iif lo lookup 10
-route add 10.0.0.0/24 dev veth0 src 10.0.0.1 table 10
-route add 10.0.0.0/24 dev veth1 src 10.0.0.2 table 11
-EOF
+#  - sockets bound to one address talking to another (rdma_cm clients
+#    bound to a source) use the source's veth table: one rule per ordered
+#    pair, so a socket bound to an address talking to itself stays on lo.
+# Rule prefs 10+i, 20+i and 30+j are why there are at most 10 hosts.
+links() {
+    if [ "$hosts" = 2 ]; then
+        echo "link add veth0 type veth peer name veth1"
+        return
+    fi
+    # No STP: ports forward at once. Without snooping the bridge floods
+    # multicast like a hub, which is all IPv6 neighbour discovery needs.
+    echo "link add br0 type bridge stp_state 0 mcast_snooping 0"
+    i=0
+    while [ $i -lt "$hosts" ]; do
+        echo "link add veth$i type veth peer name bport$i"
+        echo "link set bport$i master br0"
+        echo "link set bport$i up"
+        i=$((i + 1))
+    done
+    echo "link set br0 up"
+}
+rules() {
+    i=0
+    while [ $i -lt "$hosts" ]; do
+        echo "addr add 10.0.0.$((i + 1))/24 dev veth$i"
+        i=$((i + 1))
+    done
+    i=0
+    while [ $i -lt "$hosts" ]; do
+        echo "link set veth$i up"
+        i=$((i + 1))
+    done
+    echo "rule add pref 100 lookup local"
+    echo "rule del pref 0 lookup local"
+    i=0
+    while [ $i -lt "$hosts" ]; do
+        echo "rule add pref $((10 + i)) to 10.0.0.$((i + 1)) oif veth$i lookup local"
+        i=$((i + 1))
+    done
+    i=0
+    while [ $i -lt "$hosts" ]; do
+        echo "rule add pref $((20 + i)) oif veth$i lookup $((10 + i))"
+        i=$((i + 1))
+    done
+    j=0
+    while [ $j -lt "$hosts" ]; do
+        i=0
+        while [ $i -lt "$hosts" ]; do
+            [ $i = $j ] || echo "rule add pref $((30 + j)) from 10.0.0.$((i + 1)) to 10.0.0.$((j + 1)) iif lo lookup $((10 + i))"
+            i=$((i + 1))
+        done
+        j=$((j + 1))
+    done
+    i=0
+    while [ $i -lt "$hosts" ]; do
+        echo "route add 10.0.0.0/24 dev veth$i src 10.0.0.$((i + 1)) table $((10 + i))"
+        i=$((i + 1))
+    done
+}
+{ echo "link set lo up"; links; rules; } | ip -batch - || fail "ip setup failed"
 
 # Packets arriving on one veth carry a source address that is local too;
-# without these the receiving side drops them as martians.
-for dev in all default veth0 veth1; do
+# without accept_local and rp_filter 0 the receiver drops them as martians.
+# On the bridge every veth hears every ARP request, and by default each
+# would answer for all the local addresses: arp_ignore 1 leaves the answer
+# to the owner, arp_announce 2 makes requests carry the sender's own
+# address. A veth pair has no third party to confuse, so 2 hosts keep the
+# defaults.
+i=0
+devs="all default"
+while [ $i -lt "$hosts" ]; do devs="$devs veth$i"; i=$((i + 1)); done
+for dev in $devs; do
     echo 1 >/proc/sys/net/ipv4/conf/$dev/accept_local
     echo 0 >/proc/sys/net/ipv4/conf/$dev/rp_filter
+    if [ "$hosts" -gt 2 ]; then
+        echo 1 >/proc/sys/net/ipv4/conf/$dev/arp_ignore
+        echo 2 >/proc/sys/net/ipv4/conf/$dev/arp_announce
+    fi
 done
 
-rdma -b - <<'EOF' || fail "rdma link add failed (is crc32_generic loaded before rdma_rxe?)"
-link add rxe0 type rxe netdev veth0
-link add rxe1 type rxe netdev veth1
-EOF
+i=0
+while [ $i -lt "$hosts" ]; do
+    echo "link add rxe$i type rxe netdev veth$i"
+    i=$((i + 1))
+done | rdma -b - || fail "rdma link add failed (is crc32_generic loaded before rdma_rxe?)"
 
 # The ports turn ACTIVE once the veths carry link; usually at once. Wait at
-# most ~10 s, reading sysfs with builtins.
-i=0
-for dev in rxe0 rxe1; do
+# most ~10 s in all, reading sysfs with builtins.
+n=0 i=0
+while [ $i -lt "$hosts" ]; do
+    dev=rxe$i
     while :; do
         read -r state </sys/class/infiniband/$dev/ports/1/state || state=
         case $state in *ACTIVE*) break ;; esac
-        i=$((i + 1))
-        [ $i -lt 200 ] || fail "$dev port not ACTIVE after 10 s (state: $state)"
+        n=$((n + 1))
+        [ $n -lt 200 ] || fail "$dev port not ACTIVE after 10 s (state: $state)"
         sleep 0.05
     done
+    i=$((i + 1))
 done

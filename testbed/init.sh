@@ -55,9 +55,16 @@ mount -t 9p -o "$opts,cache=none" share /share || fail "cannot mount the run fol
 share_ok=1
 
 # run.sh wrote TB_SHARE (the share's path on the host), TB_NETSCRIPT,
-# TB_TIMEOUT (seconds for the command) and TB_PATH.
+# TB_HOSTS, TB_TIMEOUT (seconds for the command) and TB_PATH.
 [ -f /share/config ] || fail "no config in the run folder"
 . /share/config
+
+# More than 2 hosts meet on a bridge (see guest-net.sh).
+if [ "${TB_HOSTS:-2}" -gt 2 ]; then
+    while read -r mod; do
+        insmod "$mod" || fail "insmod $mod failed"
+    done </etc/testbed-modules-bridge
+fi
 
 # The guest gets a private /tmp, but the repository (or the caller's
 # working directory) may live under the host's /tmp, as in a CI clone.
@@ -85,7 +92,7 @@ stty -F /dev/ttyS1 -opost
 stty -F /dev/ttyS2 -opost
 stage mounts
 
-chroot /host /bin/sh "$TB_NETSCRIPT" </dev/null >/dev/console 2>&1 ||
+chroot /host /bin/sh "$TB_NETSCRIPT" "${TB_HOSTS:-2}" </dev/null >/dev/console 2>&1 ||
     fail "network setup ($TB_NETSCRIPT) failed"
 
 # The guest-side timeout fires a little before the host's, so a hanging

@@ -11,6 +11,15 @@
 # folder ($TESTBED_RUN_DIR inside) is the only writable place shared with
 # the host.
 #
+# Hosts: TESTBED_HOSTS=N (2 to 10, default 2) makes N soft-RoCE "hosts",
+# host i being rxe<i> on veth<i> with 10.0.0.<i+1>. Two hosts are the two
+# ends of one veth pair; more meet on a bridge (br0, ports bport<i>). In
+# both layouts RoCE between any two hosts crosses their veths rather than
+# lo, so testbed/fault.sh (run inside) can take a host's link down or put
+# loss or delay on one path: `fault.sh host-down 2`, `fault.sh path-loss
+# 0 1 100`, `fault.sh path-delay 1 3 20 both`, `fault.sh clear`. The
+# command sees TESTBED_HOSTS in its environment.
+#
 # Output: the command's stdout and stderr go to this script's stdout and
 # stderr; the guest console (kernel messages, setup errors) goes to stderr.
 #
@@ -19,6 +28,7 @@
 # timeout); a message starting "testbed:" on stderr says which.
 #
 # Environment:
+#   TESTBED_HOSTS=N     number of soft-RoCE hosts, 2 to 10 (default 2)
 #   TESTBED_TIMEOUT=N   overall limit in seconds, default 600 (--timeout wins)
 #   TESTBED_ENV="A=1 B=2"  extra variables for the command (no spaces in values)
 #   TESTBED_KEEP=1      keep the run folder under .cache/testbed/runs/
@@ -55,6 +65,10 @@ done
 # The command gets less time than the VM, so that a hanging command is
 # stopped inside and reported as such: boot takes ~7 s, shutdown ~1 s.
 guest_timeout=$((timeout_s - 15 - timeout_s / 20))
+
+hosts=${TESTBED_HOSTS:-2}
+[[ $hosts =~ ^([2-9]|10)$ ]] ||
+    die "TESTBED_HOSTS must be a whole number from 2 to 10 (got '$hosts')"
 
 extra_env=()
 if [ -n "${TESTBED_ENV:-}" ]; then
@@ -126,6 +140,7 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 {
     echo "TB_SHARE=$(q "$SHARE")"
     echo "TB_NETSCRIPT=$(q "$HERE/guest-net.sh")"
+    echo "TB_HOSTS=$hosts"
     echo "TB_TIMEOUT=$guest_timeout"
     echo "TB_VERBOSE=$(q "${TESTBED_VERBOSE:-}")"
     echo "TB_PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -144,6 +159,7 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 {
     echo "cd -- $(q "$PWD") || exit 125"
     echo "export TESTBED_RUN_DIR=$(q "$SHARE")"
+    echo "export TESTBED_HOSTS=$hosts"
     for kv in "${extra_env[@]}"; do echo "export $(q "$kv")"; done
     printf 'exec'
     for a in "$@"; do printf ' %s' "$(q "$a")"; done
@@ -166,11 +182,15 @@ pumps+=($!)
 # threads) and it falls back to the HPET, whose every read is a syscall and
 # an emulated MMIO access. The TCG TSC follows the host's invariant TSC, so
 # trusting it keeps clock_gettime in the vDSO.
+# no_timer_check: on a loaded host the emulated timer can miss the few
+# ticks the kernel's IO-APIC timer check waits for, and the guest panics
+# at boot ("IO-APIC + timer doesn't work!"); seen with three VMs booting at
+# once on two busy cores.
 qemu_args=(
     -machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 2048
     -nodefaults -display none -no-reboot
     -kernel "$CACHE/vmlinux" -initrd "$CACHE/initrd.img"
-    -append "console=ttyS0 panic=-1 quiet loglevel=3 tsc=reliable"
+    -append "console=ttyS0 panic=-1 quiet loglevel=3 tsc=reliable no_timer_check"
     -chardev "pipe,id=con,path=$RUN/console" -serial chardev:con
     -chardev "pipe,id=out,path=$RUN/out" -serial chardev:out
     -chardev "pipe,id=err,path=$RUN/err" -serial chardev:err

@@ -80,7 +80,64 @@ echo "to-stderr" >&2
 exit 7
 '
 
-# Boots 1 and 2 run together, then 3 and 4.
+# Four hosts on the bridge (TESTBED_HOSTS=4): every port ACTIVE, RoCE
+# between three pairs that reaches exactly the pair's two devices, and a
+# path fault (20 ms each way between hosts 0 and 1) that slows that pair
+# and not another pair through the same veth; clearing it restores it.
+hosts_script='
+F=$TB_FAULT
+for d in rxe0 rxe1 rxe2 rxe3; do
+    read -r st </sys/class/infiniband/$d/ports/1/state || st=missing
+    case $st in *ACTIVE*) echo "CHECK $d ACTIVE" ;; *) echo "CHECK $d state=$st" ;; esac
+done
+rcvd() { read -r n </sys/class/infiniband/rxe$1/ports/1/hw_counters/rcvd_pkts; echo "$n"; }
+# lat I J ITERS PORT: ib_write_lat from rxeI to the server on rxeJ; prints
+# the minimum and the typical one-way latency in whole us, or "failed".
+# The fault checks judge the minimum: a loaded host stretches the typical
+# figure to milliseconds, but no round trip of a delayed path can be
+# shorter than the delay. The undelayed runs are longer, as the host may
+# stall the whole VM for tens of milliseconds.
+lat() {
+    port=$4
+    ib_write_lat -d rxe$2 -x 1 -n $3 -p $port >/tmp/srv.log 2>&1 &
+    srv=$!
+    i=0
+    until ib_write_lat -d rxe$1 -x 1 -n $3 -p $port 10.0.0.$(($2 + 1)) >/tmp/cli.log 2>&1; do
+        i=$((i + 1))
+        [ $i -lt 10 ] || break
+        sleep 0.5
+    done
+    if [ $i -lt 10 ] && timeout 30 tail --pid=$srv -f /dev/null; then
+        awk -v n=$3 "\$1 == 2 && \$2 == n { print int(\$3), int(\$5); exit }" /tmp/cli.log
+    else
+        kill $srv 2>/dev/null; echo failed; cat /tmp/srv.log /tmp/cli.log >&2
+    fi
+}
+port=18520
+for p in "0 1 2 3" "2 3 0 1" "1 3 0 2"; do
+    set -- $p
+    port=$((port + 1))
+    b0=$(rcvd $1) b1=$(rcvd $2) o0=$(rcvd $3) o1=$(rcvd $4)
+    us=$(lat $1 $2 100 $port)
+    a0=$(rcvd $1) a1=$(rcvd $2) p0=$(rcvd $3) p1=$(rcvd $4)
+    echo "INFO pair rxe$1->rxe$2: min, typical $us us; rcvd_pkts +$((a0 - b0)) +$((a1 - b1)), bystanders +$((p0 - o0)) +$((p1 - o1))"
+    if [ "$us" != failed ] && [ $((a0 - b0)) -ge 100 ] && [ $((a1 - b1)) -ge 100 ] &&
+       [ $((p0 - o0)) = 0 ] && [ $((p1 - o1)) = 0 ]; then
+        echo "CHECK pair $1 $2 ok"
+    fi
+done
+$F path-delay 0 1 20 both || echo "INFO fault.sh path-delay failed"
+slow=$(lat 0 1 25 18531) other=$(lat 0 2 200 18532)
+$F clear || echo "INFO fault.sh clear failed"
+back=$(lat 0 1 200 18533)
+echo "INFO with 20 ms each way on 0<->1 (min, typical us): rxe0->rxe1 $slow, rxe0->rxe2 $other; cleared: rxe0->rxe1 $back"
+slow=${slow%% *} other=${other%% *} back=${back%% *}
+[ "$slow" != failed ] && [ "$slow" -ge 20000 ] && [ "$slow" -lt 40000 ] && echo "CHECK delayed pair slow"
+[ "$other" != failed ] && [ "$other" -lt 10000 ] && echo "CHECK other pair fast"
+[ "$back" != failed ] && [ "$back" -lt 10000 ] && echo "CHECK cleared pair fast"
+'
+
+# Boots 1 and 2 run together, then 3 and 4, then 5 while 3 still sleeps.
 start true -- true
 TESTBED_ENV="TB_SELFTEST=yes" start net -- sh -c "$guest_script"
 finish true
@@ -110,6 +167,9 @@ if has kill.out started 2>/dev/null && [ -s "$WORK/qemu.pid" ]; then
     kill -KILL "$(cat "$WORK/qemu.pid")"
 fi
 finish kill
+# Four hosts, while the hanging command sleeps: not earlier, as three VMs
+# booting at once on a loaded machine are too many.
+TESTBED_HOSTS=4 TESTBED_ENV="TB_FAULT=$HERE/fault.sh" start hosts -- sh -c "$hosts_script"
 f0=$failed
 check "killed VM fails with 125 and 'without a status' (got $rc)" \
     eval '[ "$rc" = 125 ] && has kill.err "testbed: VM exited without a status"'
@@ -119,6 +179,19 @@ f0=$failed
 check "hanging command fails with 125 and a timeout message within 45 s (got $rc after $secs s)" \
     eval '[ "$rc" = 125 ] && [ "$secs" -le 45 ] && grep -q "testbed: .*timed out" "$WORK/hang.err"'
 [ "$failed" = "$f0" ] || show hang
+finish hosts
+f0=$failed
+check "TESTBED_HOSTS=4: run exits 0 (got $rc after $secs s)" [ "$rc" = 0 ]
+check "TESTBED_HOSTS=4: rxe0 to rxe3 ACTIVE" eval \
+    'has hosts.out "CHECK rxe0 ACTIVE" && has hosts.out "CHECK rxe1 ACTIVE" && has hosts.out "CHECK rxe2 ACTIVE" && has hosts.out "CHECK rxe3 ACTIVE"'
+for p in "0 1" "2 3" "1 3"; do
+    check "TESTBED_HOSTS=4: ib_write_lat rxe${p% *} -> rxe${p#* } reaches those two devices only" has hosts.out "CHECK pair $p ok"
+done
+check "TESTBED_HOSTS=4: fault.sh path-delay 0 1 20 both puts every rxe0->rxe1 round trip at >= 20 ms one-way" has hosts.out "CHECK delayed pair slow"
+check "TESTBED_HOSTS=4: ... and not rxe0->rxe2 through the same veth" has hosts.out "CHECK other pair fast"
+check "TESTBED_HOSTS=4: fault.sh clear makes rxe0->rxe1 fast again" has hosts.out "CHECK cleared pair fast"
+[ "$failed" = "$f0" ] || show hosts
+grep '^INFO' "$WORK/hosts.out" | sed 's/^INFO /  info: /' || true
 
 echo "selftest took $(( $(date +%s) - t_all )) s"
 echo "$passed passed, $failed failed"
