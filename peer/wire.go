@@ -59,3 +59,52 @@ type resultMsg struct {
 	// or a connect that timed out), so the client counts it as a timeout.
 	Timeout bool `json:"timeout,omitempty"`
 }
+
+// RelayVersion is the version of the relay messages (relayMsg and its
+// answers). A responder answers a request of another version with an
+// error that names both, never by dropping it.
+const RelayVersion = 1
+
+// relayMsg asks a responder (A) to run Spec itself, as a client, against
+// the responder at Peer (B), and to send back the whole result.
+type relayMsg struct {
+	Version int           `json:"version"`
+	Spec    rdma.TestSpec `json:"spec"`
+	// Device and GIDIndex on A; empty / nil: A's own settings.
+	Device   string    `json:"device,omitempty"`
+	GIDIndex *int      `json:"gid_index,omitempty"`
+	Peer     relayPeer `json:"peer"`
+}
+
+// relayPeer is B, as A dials it.
+type relayPeer struct {
+	Addr     string `json:"addr"`
+	Device   string `json:"device,omitempty"`
+	GIDIndex *int   `json:"gid_index,omitempty"`
+}
+
+// relayOKMsg accepts a relay: A's device, and how long A may take at most
+// to answer (its own limit on one test), which bounds the coordinator's
+// wait.
+type relayOKMsg struct {
+	Version int           `json:"version"`
+	Device  string        `json:"device"`
+	Within  rdma.Duration `json:"within"`
+}
+
+// relayResultMsg is A's answer: the result of its test against B, or
+// where and why it failed.
+type relayResultMsg struct {
+	Result *rdma.Result  `json:"result,omitempty"`
+	Error  *relayFailure `json:"error,omitempty"`
+}
+
+// relayFailure is RelayedError on the wire.
+type relayFailure struct {
+	Stage       Stage  `json:"stage,omitempty"`
+	Addr        string `json:"addr,omitempty"`
+	Msg         string `json:"message"`
+	Unreachable bool   `json:"unreachable,omitempty"`
+	Timeout     bool   `json:"timeout,omitempty"`
+	Stopped     bool   `json:"stopped,omitempty"`
+}
