@@ -136,10 +136,11 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*r
 	if f := res.Error; f != nil {
 		return nil, &RelayedError{Via: addr, Addr: f.Addr, Stage: f.Stage, Msg: f.Msg, Unreachable: f.Unreachable, Timeout: f.Timeout, Stopped: f.Stopped}
 	}
-	if res.Result == nil {
-		return nil, wrap(StageRelayWait, errors.New("no result and no error"))
+	r, err := res.result()
+	if err != nil {
+		return nil, wrap(StageRelayWait, err)
 	}
-	return res.Result, nil
+	return r, nil
 }
 
 // relayWait bounds the wait for A's answer. A promised one within its

@@ -93,9 +93,12 @@ func (s *Server) serveRelay(ctx context.Context, c *ctrl.Conn, payload json.RawM
 	if gone := <-left; gone != nil {
 		return fmt.Errorf("relayed test to %s stopped: the coordinator went away: %w", addr, gone)
 	}
-	msg := relayResultMsg{Result: res}
+	var msg relayResultMsg
+	if runErr == nil {
+		msg, runErr = relayResultOf(res)
+	}
 	if runErr != nil {
-		msg.Result, msg.Error = nil, relayFailureOf(addr, runErr)
+		msg = relayResultMsg{Error: relayFailureOf(addr, runErr)}
 	}
 	if err := s.send(ctx, c, ctrl.KindRelayResult, msg); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/rdma"
 )
@@ -162,4 +163,62 @@ func TestRelayWait(t *testing.T) {
 			t.Errorf("%s within %v: %v, want %v", spec, tc.within, got, tc.want)
 		}
 	}
+}
+
+// A relayed latency result keeps its samples: the histogram and buckets
+// a Result leaves out of its JSON travel beside it.
+func TestRelayResultKeepsSamples(t *testing.T) {
+	h := hdrhistogram.New(1, 60e9, 3)
+	for _, v := range []int64{1500, 1600, 1700, 90000} {
+		if err := h.RecordValue(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := &rdma.Result{Latency: &rdma.LatencyStats{RTT: rdma.Summary{Count: 4, P50: 1600}, Histogram: h, Buckets: []rdma.Bucket{{Ns: 1500, Count: 1}}}}
+	msg, err := relayResultOf(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back relayResultMsg
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	out, err := back.result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := out.Latency; !l.Histogram.Equals(h) || len(l.Buckets) != 1 || l.RTT.P50 != 1600 {
+		t.Errorf("after the trip: %+v, histogram %d samples", l, l.Histogram.TotalCount())
+	}
+	back.Samples = back.Samples[1:]
+	if _, err := back.result(); err == nil || !strings.Contains(err.Error(), "holds 3 samples, the summary 4") {
+		t.Errorf("a result missing samples: %v, want the count mismatch", err)
+	}
+}
+
+// FuzzRelayResult: whatever A sends back, reading it returns a result or
+// an error, never a panic.
+func FuzzRelayResult(f *testing.F) {
+	h := hdrhistogram.New(1, 60e9, 3)
+	_ = h.RecordValue(1234)
+	msg, err := relayResultOf(&rdma.Result{Latency: &rdma.LatencyStats{RTT: rdma.Summary{Count: 1}, Histogram: h}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, _ := json.Marshal(msg)
+	f.Add(good)
+	f.Add([]byte(`{"result":{"latency":{"rtt":{"count":1}}},"samples":[[5,1]]}`))
+	f.Add([]byte(`{"result":{"latency":{"rtt":{"count":2}}},"samples":[[-1,1],[70000000000,1]]}`))
+	f.Add([]byte(`{"error":{"stage":"connecting","message":"x","unreachable":true}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m relayResultMsg
+		if json.Unmarshal(b, &m) != nil {
+			return
+		}
+		_, _ = m.result()
+	})
 }

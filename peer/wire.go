@@ -7,6 +7,10 @@
 package peer
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -97,6 +101,62 @@ type relayOKMsg struct {
 type relayResultMsg struct {
 	Result *rdma.Result  `json:"result,omitempty"`
 	Error  *relayFailure `json:"error,omitempty"`
+	// Samples (value, count: one pair per non-empty histogram bucket)
+	// and Buckets carry the latency samples a Result keeps out of its
+	// JSON, so a relayed result plots and exports like a local one.
+	Samples [][2]int64    `json:"samples,omitempty"`
+	Buckets []rdma.Bucket `json:"buckets,omitempty"`
+}
+
+// The geometry of rdma's latency histograms (LatencyStats: 1 ns to 60 s,
+// 3 significant digits). The receiver builds the histogram itself rather
+// than decode one: a peer must not choose how much memory it takes.
+const (
+	histLowest  = 1
+	histHighest = 60_000_000_000
+	histDigits  = 3
+)
+
+func relayResultOf(res *rdma.Result) (relayResultMsg, error) {
+	m := relayResultMsg{Result: res}
+	if l := res.Latency; l != nil && l.Histogram != nil {
+		h := l.Histogram
+		if h.LowestTrackableValue() != histLowest || h.HighestTrackableValue() != histHighest || h.SignificantFigures() != histDigits {
+			return m, fmt.Errorf("the latency histogram covers %d to %d ns at %d digits, not the %d to %d at %d a relay carries",
+				h.LowestTrackableValue(), h.HighestTrackableValue(), h.SignificantFigures(), histLowest, histHighest, histDigits)
+		}
+		for _, b := range h.Distribution() {
+			if b.Count > 0 {
+				m.Samples = append(m.Samples, [2]int64{b.From, b.Count})
+			}
+		}
+		m.Buckets = l.Buckets
+	}
+	return m, nil
+}
+
+// result is the Result the message carries, with its latency samples.
+func (m relayResultMsg) result() (*rdma.Result, error) {
+	res := m.Result
+	if res == nil {
+		return nil, errors.New("no result and no error")
+	}
+	if l := res.Latency; l != nil {
+		h := hdrhistogram.New(histLowest, histHighest, histDigits)
+		for _, p := range m.Samples {
+			if p[1] <= 0 {
+				return nil, fmt.Errorf("latency sample %d ns counted %d times", p[0], p[1])
+			}
+			if err := h.RecordValues(p[0], p[1]); err != nil {
+				return nil, fmt.Errorf("latency sample %d ns: %w", p[0], err)
+			}
+		}
+		if h.TotalCount() != int64(l.RTT.Count) {
+			return nil, fmt.Errorf("the latency histogram holds %d samples, the summary %d", h.TotalCount(), l.RTT.Count)
+		}
+		l.Histogram, l.Buckets = h, m.Buckets
+	}
+	return res, nil
 }
 
 // relayFailure is RelayedError on the wire.
