@@ -1,0 +1,191 @@
+//go:build testbed
+
+package peer_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/internal/testcert"
+	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/rdma/rdmatest"
+)
+
+const fleetToken = "fleet-token"
+
+// fleetPair starts B (serve on rxe0, 10.0.0.1) and A (serve on rxe1,
+// 10.0.0.2) sharing one token file, as a fleet's hosts do.
+func fleetPair(t *testing.T, args ...string) (a, b *responder) {
+	t.Helper()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(fleetToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "--token-file", tokenFile)
+	b = startServe(t, "10.0.0.1", "rxe0", args...)
+	a = startServe(t, "10.0.0.2", "rxe1", args...)
+	return a, b
+}
+
+// coordinator is this process's view of A: no RDMA runs here.
+func coordinator(a *responder) peer.ClientConfig {
+	return peer.ClientConfig{Addr: a.addr, Token: fleetToken, StepTimeout: 5 * time.Second}
+}
+
+func relayed(t *testing.T, a, b *responder, cfg peer.ClientConfig, spec rdma.TestSpec) *rdma.Result {
+	t.Helper()
+	res, err := peer.RunVia(context.Background(), cfg, peer.Remote{Addr: b.addr}, rdmatest.Complete(t, spec))
+	if err != nil {
+		t.Fatalf("%s via %s: %v\nA's log:\n%s\nB's log:\n%s", spec, a.addr, err, a.output(), b.output())
+	}
+	rdmatest.CheckResult(t, res)
+	if len(res.Sides) != 2 || res.Sides[0].Device != "rxe1" || res.Sides[1].Device != "rxe0" {
+		t.Errorf("sides %+v, want A's rxe1 then B's rxe0", res.Sides)
+	}
+	if res.Requester.Device != "rxe1" || res.Responder.Device != "rxe0" {
+		t.Errorf("requester %s, responder %s; want rxe1 and rxe0", res.Requester.Device, res.Responder.Device)
+	}
+	return res
+}
+
+// TestRelayed: the coordinator has A's serve run write latency and send
+// bandwidth against B's serve, and gets both sides' results.
+func TestRelayed(t *testing.T) {
+	a, b := fleetPair(t)
+	lat := relayed(t, a, b, coordinator(a), rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureLatency, Iterations: 500})
+	if l := lat.Latency; l.RTT.Count != 500 || l.RTT.P50 <= 0 || l.Histogram.TotalCount() != 500 {
+		t.Errorf("write latency: %d samples, p50 %v ns, histogram %d", l.RTT.Count, l.RTT.P50, l.Histogram.TotalCount())
+	}
+	t.Logf("write latency via A: p50 %.0f ns, p99 %.0f ns", lat.Latency.RTT.P50, lat.Latency.RTT.P99)
+	bw := relayed(t, a, b, coordinator(a), rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Iterations: 2000, Validate: true})
+	if d := bw.Bandwidth.Directions; len(d) != 1 || d[0].Messages != 2000 || d[0].BytesPerSecond <= 0 {
+		t.Errorf("send bandwidth: %+v, want 2000 messages one way", d)
+	}
+	t.Logf("send bandwidth via A: %.3f Gb/s", bw.Bandwidth.Directions[0].Gbps())
+}
+
+// TestRelayedPeerDown: B not listening is an environment error of A's
+// hop, typed and within the deadline, and A goes on serving.
+func TestRelayedPeerDown(t *testing.T) {
+	a, b := fleetPair(t)
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureLatency, Iterations: 100})
+	start := time.Now()
+	_, err := peer.RunVia(context.Background(), coordinator(a), peer.Remote{Addr: "10.0.0.1:1"}, spec)
+	took := time.Since(start)
+	var re *peer.RelayedError
+	if !errors.As(err, &re) || !errors.Is(err, peer.ErrUnreachable) || re.Stage != peer.StageConnecting || re.Addr != "10.0.0.1:1" {
+		t.Fatalf("B not listening: %v, want a RelayedError at connecting that matches ErrUnreachable\n%s", err, a.output())
+	}
+	if took > 10*time.Second {
+		t.Errorf("B not listening: answered after %v", took)
+	}
+	t.Logf("B not listening, after %v: %v", took.Round(time.Millisecond), err)
+	relayed(t, a, b, coordinator(a), rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Iterations: 100})
+}
+
+// qpsOn counts the RC QPs on a device, as the kernel reports them. In
+// these tests only the serve on the device holds any (the coordinator
+// runs no RDMA); the kernel names the thread that made a QP, not its
+// process, so the device is what tells the two serves apart.
+func qpsOn(t *testing.T, device string) int {
+	t.Helper()
+	out, err := exec.Command("rdma", "resource", "show", "qp").CombinedOutput()
+	if err != nil {
+		t.Fatalf("rdma resource show qp: %v\n%s", err, out)
+	}
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "link "+device+"/") && strings.Contains(line, " type RC ") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRelayedCoordinatorGone: a coordinator that gives up mid-test makes
+// A stop its test at once and free everything, and A (and B) serve the
+// next request.
+func TestRelayedCoordinatorGone(t *testing.T) {
+	a, b := fleetPair(t)
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Duration: rdma.Duration(20 * time.Second)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := peer.RunVia(ctx, coordinator(a), peer.Remote{Addr: b.addr}, spec)
+		done <- err
+	}()
+	// Cancel once the test runs: both serves hold QPs.
+	for deadline := time.Now().Add(15 * time.Second); qpsOn(t, "rxe1") == 0 || qpsOn(t, "rxe0") == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no QPs on A and B within 15 s\nA:\n%s\nB:\n%s", a.output(), b.output())
+		}
+	}
+	t.Logf("running: A holds %d QPs, B %d", qpsOn(t, "rxe1"), qpsOn(t, "rxe0"))
+	time.Sleep(time.Second)
+	cancel()
+	start := time.Now()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled RunVia: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("RunVia did not return within 5 s of its cancellation")
+	}
+	for time.Since(start) < 10*time.Second && (qpsOn(t, "rxe1") != 0 || qpsOn(t, "rxe0") != 0) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	freed := time.Since(start)
+	if qa, qb := qpsOn(t, "rxe1"), qpsOn(t, "rxe0"); qa != 0 || qb != 0 {
+		t.Fatalf("10 s after the coordinator left: A holds %d QPs, B %d\nA:\n%s", qa, qb, a.output())
+	}
+	t.Logf("A and B freed their QPs %v after the coordinator left", freed.Round(time.Millisecond))
+	if freed > 5*time.Second {
+		t.Errorf("freed after %v, want well within the 20 s test", freed)
+	}
+	if !strings.Contains(a.output(), "the coordinator went away") {
+		t.Errorf("A's log does not say why the test stopped:\n%s", a.output())
+	}
+	relayed(t, a, b, coordinator(a), rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureLatency, Iterations: 100})
+}
+
+// TestRelayedAuth: the coordinator needs the fleet's token, as any
+// client does.
+func TestRelayedAuth(t *testing.T) {
+	a, b := fleetPair(t)
+	cfg := coordinator(a)
+	cfg.Token = "not-the-fleet-token"
+	_, err := peer.RunVia(context.Background(), cfg, peer.Remote{Addr: b.addr}, rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 10}))
+	var pe *peer.Error
+	if !errors.Is(err, ctrl.ErrAuth) || !errors.As(err, &pe) || pe.Addr != a.addr || pe.Stage != peer.StageHandshake {
+		t.Fatalf("wrong token: %v, want an auth error at A's handshake", err)
+	}
+	if strings.Contains(a.output(), fleetToken) || strings.Contains(b.output(), fleetToken) {
+		t.Error("a serve logged the token")
+	}
+}
+
+// TestRelayedTLS: with TLS on every hop, A dials B over TLS (--tls-ca).
+func TestRelayedTLS(t *testing.T) {
+	cert, key := testcert.Write(t, "10.0.0.1", "10.0.0.2")
+	a, b := fleetPair(t, "--tls-cert", cert, "--tls-key", key, "--tls-ca", cert)
+	tlsCfg, err := ctrl.TLSConfig{CAFile: cert}.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := coordinator(a)
+	cfg.TLS = tlsCfg
+	relayed(t, a, b, cfg, rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Iterations: 100, Validate: true})
+	if !strings.Contains(a.output(), `relay_to=`+b.addr) {
+		t.Errorf("A's log does not show the relay\n%s", a.output())
+	}
+}
