@@ -4,6 +4,20 @@
 // so the responder needs no per-test settings; both ends exchange endpoint
 // info over the control channel (package ctrl), start together, relay
 // "my senders are done", and the responder sends its side's result back.
+//
+// A relayed test (RunVia) lets a coordinator run a test between two
+// responders without carrying its traffic:
+//
+//	coordinator -> A  relay         {version, spec, A's device, B: {addr, device}}
+//	A -> coordinator  relay-ok      {version, device, within: A's bound on the answer}
+//	                  A runs the test as a client against B (Run), with its own token and TLS
+//	A -> coordinator  relay-result  {result with both sides and samples, or error: {stage, addr, unreachable, ...}}
+//	coordinator -> A  bye
+//
+// The relay payload carries its own version (RelayVersion); a responder
+// answers another version, or a kind it does not know, with an error
+// frame that names the version it speaks. While A's test runs, anything
+// from the coordinator, or its connection closing, stops the test.
 package peer
 
 import (
