@@ -110,7 +110,7 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*r
 	req := relayMsg{
 		Version: RelayVersion, Spec: spec.Settings(),
 		Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex,
-		Peer: relayPeer{Addr: b.Addr, Device: b.Device, GIDIndex: b.GIDIndex},
+		Peer: relayPeer(b),
 	}
 	sctx, cancel = context.WithTimeout(ctx, step)
 	err = c.Send(sctx, ctrl.KindRelay, req)

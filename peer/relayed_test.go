@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -58,12 +59,17 @@ func TestRelayAddr(t *testing.T) {
 // startServer serves on loopback until the test ends.
 func startServer(t *testing.T, cfg ServerConfig) (string, *Server) {
 	t.Helper()
+	return startServerOn(t, "127.0.0.1", cfg)
+}
+
+func startServerOn(t *testing.T, host string, cfg ServerConfig) (string, *Server) {
+	t.Helper()
 	cfg.Device = "none"
 	srv, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := ctrl.Listen("127.0.0.1:0", nil)
+	ln, err := ctrl.Listen(net.JoinHostPort(host, "0"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,4 +227,47 @@ func FuzzRelayResult(f *testing.F) {
 		}
 		_, _ = m.result()
 	})
+}
+
+// nonLoopback is an address of this host that is not loopback.
+func nonLoopback(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	t.Skip("this host has no non-loopback IPv4 address")
+	return ""
+}
+
+// A responder without a token does not dial out for a client on the
+// network unless its operator allowed unauthenticated use; allowed, the
+// relay goes on, and a failure on A's own side comes back typed.
+func TestRelayUnauthenticated(t *testing.T) {
+	host := nonLoopback(t)
+	spec, err := rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Iterations: 10}.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(addr string) ClientConfig {
+		return ClientConfig{Addr: addr, StepTimeout: 2 * time.Second}
+	}
+	closed, _ := startServerOn(t, host, ServerConfig{})
+	_, err = RunVia(context.Background(), cfg(closed), Remote{Addr: "127.0.0.1:1"}, spec)
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Stage != StageRelayRequest || !strings.Contains(err.Error(), "relays tests only for authenticated clients") {
+		t.Errorf("unauthenticated relay from the network: %v, want the responder's refusal", err)
+	}
+	open, _ := startServerOn(t, host, ServerConfig{RelayUnauthenticated: true})
+	_, err = RunVia(context.Background(), cfg(open), Remote{Addr: "127.0.0.1:1"}, spec)
+	var re *RelayedError
+	// The device "none" does not exist: A's own side fails before it
+	// dials B.
+	if !errors.As(err, &re) || re.Stage != "" || errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "relaying the test: its own side failed") {
+		t.Errorf("allowed relay with no device: %v, want a RelayedError of A's own side", err)
+	}
 }
