@@ -70,9 +70,11 @@ func (e *RelayedError) Is(target error) bool {
 // the responder b (B) and returns the whole result, both sides, as Run
 // would on A. No RDMA runs here: A's device is cfg.PeerDevice (empty:
 // A's default) and cfg.PeerGIDIndex; cfg.Device, Port and GIDIndex are
-// not used. A failure on the hop to A is an *Error (ErrUnreachable when A
-// cannot be reached or refuses this client); one on A's test is a
-// *RelayedError. The wait for A's answer is bounded by the test's own
+// not used. A failure on the hop to A is an *Error: A down, refusing
+// this client (ErrUnreachable), busy, or silent or gone before it
+// answered; none of them says anything about the fabric. One of A's test
+// is a *RelayedError: the environment when it matches ErrUnreachable (B
+// down or refusing A), else the test's own failure. The wait for A's answer is bounded by the test's own
 // length when it has one, and always by A's limit on one test; cancelling
 // ctx makes A stop its test and free everything.
 func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*rdma.Result, error) {

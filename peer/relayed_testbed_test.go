@@ -189,3 +189,33 @@ func TestRelayedTLS(t *testing.T) {
 		t.Errorf("A's log does not show the relay\n%s", a.output())
 	}
 }
+
+// TestRelayedHoldsASlot: A's outgoing test counts against its
+// --max-concurrent: with one slot, a second request while a relay runs is
+// told A is busy, and the first completes.
+func TestRelayedHoldsASlot(t *testing.T) {
+	a, b := fleetPair(t, "--max-concurrent", "1")
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Duration: rdma.Duration(4 * time.Second)})
+	done := make(chan error, 1)
+	go func() {
+		_, err := peer.RunVia(context.Background(), coordinator(a), peer.Remote{Addr: b.addr}, spec)
+		done <- err
+	}()
+	for deadline := time.Now().Add(15 * time.Second); qpsOn(t, "rxe1") == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first relay did not start within 15 s\n%s", a.output())
+		}
+	}
+	_, err := peer.RunVia(context.Background(), coordinator(a), peer.Remote{Addr: b.addr}, rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpSend, Iterations: 10}))
+	if err == nil || !strings.Contains(err.Error(), "responder busy: 1 tests under way") {
+		t.Errorf("a second relay while A's one slot is taken: %v, want busy", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the first relay: %v\nA:\n%s\nB:\n%s", err, a.output(), b.output())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first relay of 4 s did not end within 30 s")
+	}
+}
