@@ -79,6 +79,7 @@ func (s *Server) serveRelay(ctx context.Context, c *ctrl.Conn, payload json.RawM
 		if err == nil {
 			err = fmt.Errorf("the coordinator sent %s while the test ran", k)
 		}
+		log.Debug("the coordinator left; stopping the test", "err", err)
 		stop()
 		left <- err
 	}()
