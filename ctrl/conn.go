@@ -242,8 +242,9 @@ func (c *Conn) recv(ctx context.Context, op string) (frame, error) {
 	stop()
 	if err != nil {
 		// A deadline or cancellation before the first byte leaves the
-		// stream in step, so the caller may wait again; nothing else does.
-		inStep := n == 0 && isDeadline(err)
+		// stream in step, so the caller may wait again; so does a frame
+		// of an unknown kind, read whole, which the caller may answer.
+		inStep := (n == 0 && isDeadline(err)) || errors.Is(err, ErrUnknownKind)
 		err = c.readError(ctx, op, d, err)
 		if !inStep {
 			c.rerr = err

@@ -24,6 +24,12 @@
 // the shape of their payloads stay the same in every protocol version, so two
 // ends of different releases can still tell each other why they cannot talk.
 //
+// Kinds may be added within a version (the relay kinds were): a build
+// that meets a kind it does not know reads the frame whole and returns an
+// error matching ErrUnknownKind with the stream still in step, so a
+// responder can answer a newer client's request with an error frame that
+// names its own version rather than drop the connection.
+//
 // Every read and write has a deadline: the context's if it has one, else
 // Options.Timeout (10 s by default). A dead or silent peer therefore ends a
 // test with an error that names what was awaited, never with a hang.

@@ -49,23 +49,34 @@ const (
 	// KindDone says every sender on this side has finished: the peer's
 	// responders stop waiting and its receivers drain.
 	KindDone
+	// KindRelay asks a responder to run a test itself, as a client,
+	// against another responder (a coordinator's fleet run);
+	// KindRelayOK accepts and KindRelayResult answers it. Added within
+	// version 1: a client of a build without them never sends them, and
+	// a responder without them refuses them (see ErrUnknownKind).
+	KindRelay
+	KindRelayOK
+	KindRelayResult
 	kindEnd // one past the last kind; not a kind
 )
 
 var kindNames = [...]string{
-	KindHello:     "hello",
-	KindError:     "error",
-	KindChallenge: "challenge",
-	KindAuth:      "auth",
-	KindAuthOK:    "auth-ok",
-	KindSpec:      "spec",
-	KindSpecOK:    "spec-ok",
-	KindEndpoints: "endpoints",
-	KindReady:     "ready",
-	KindStart:     "start",
-	KindResult:    "result",
-	KindBye:       "bye",
-	KindDone:      "done",
+	KindHello:       "hello",
+	KindError:       "error",
+	KindChallenge:   "challenge",
+	KindAuth:        "auth",
+	KindAuthOK:      "auth-ok",
+	KindSpec:        "spec",
+	KindSpecOK:      "spec-ok",
+	KindEndpoints:   "endpoints",
+	KindReady:       "ready",
+	KindStart:       "start",
+	KindResult:      "result",
+	KindBye:         "bye",
+	KindDone:        "done",
+	KindRelay:       "relay",
+	KindRelayOK:     "relay-ok",
+	KindRelayResult: "relay-result",
 }
 
 func (k Kind) String() string {
@@ -82,7 +93,13 @@ func (k Kind) known() bool { return k >= KindHello && k < kindEnd }
 // ErrPeerTimeout by a peer's report that it gave up on a deadline of its
 // own (on RoCE, often the other end's address never resolving), which is
 // a dead path as much as a deadline that passes on this end.
+//
+// ErrUnknownKind is wrapped by the error for a frame of a kind this build
+// does not know: a request of a newer build. The frame is read whole, so
+// the stream stays in step and this end can answer with an error frame
+// that names its own version instead of dropping the connection.
 var (
+	ErrUnknownKind = errors.New("unknown message kind")
 	ErrVersion     = errors.New("control protocol version mismatch")
 	ErrAuth        = errors.New("control channel authentication failed")
 	ErrPeerTimeout = errors.New("the peer timed out")
@@ -187,8 +204,20 @@ func readFrame(r io.Reader, version uint16, max uint32, peer string) (frame, int
 		return frame{}, n, versionError(r, &n, f, length, version, max, peer)
 	}
 	if !f.kind.known() {
-		return frame{}, n, &ProtocolError{Peer: peer, Reason: fmt.Sprintf(
+		e := &ProtocolError{Peer: peer, Reason: fmt.Sprintf(
 			"frame from %s has unknown message kind %d (a peer of another rdmarun build, or a bug)", peer, uint16(f.kind))}
+		if length == 0 || length > max {
+			return frame{}, n, e
+		}
+		// Skipping the payload keeps the stream in step, so the
+		// answer can be an error frame rather than a dropped connection.
+		m, err := io.CopyN(io.Discard, r, int64(length))
+		n += int(m)
+		if err != nil {
+			return frame{}, n, &partialError{"kind(" + strconv.Itoa(int(f.kind)) + ") frame", n, headerSize + int(length), midFrame(err)}
+		}
+		e.Err = ErrUnknownKind
+		return frame{}, n, e
 	}
 	if length > max {
 		return frame{}, n, &ProtocolError{Peer: peer, Reason: fmt.Sprintf(

@@ -75,6 +75,7 @@ func TestReadFrameErrors(t *testing.T) {
 		want    []string // substrings of the error
 		proto   bool     // a *ProtocolError
 		version bool     // wraps ErrVersion
+		unknown bool     // wraps ErrUnknownKind: the payload was skipped
 		partial bool     // a *partialError wrapping io.ErrUnexpectedEOF
 		n       int      // bytes consumed
 	}{
@@ -94,8 +95,11 @@ func TestReadFrameErrors(t *testing.T) {
 			want: []string{"version 2, this end speaks 1", "(the peer said: speak 2)"}},
 		{name: "older spec", in: rawFrame(0, KindSpec, `{}`), proto: true, version: true, n: 12,
 			want: []string{"version 0, this end speaks 1; both ends need the same rdmarun release line"}},
-		{name: "kind 0", in: rawFrame(1, 0, `{}`), proto: true, n: 12, want: []string{"unknown message kind 0"}},
-		{name: "kind 999", in: rawFrame(1, 999, `{}`), proto: true, n: 12, want: []string{"unknown message kind 999"}},
+		{name: "kind 0", in: rawFrame(1, 0, `{}`), proto: true, unknown: true, n: 14, want: []string{"unknown message kind 0"}},
+		{name: "kind 999", in: rawFrame(1, 999, `{}`), proto: true, unknown: true, n: 14, want: []string{"unknown message kind 999"}},
+		{name: "kind 999 empty", in: rawFrame(1, 999, ``), proto: true, n: 12, want: []string{"unknown message kind 999"}},
+		{name: "kind 999 cut", in: append(header("RDMR", 1, 999, 10), `{"`...), partial: true, n: 14, want: []string{"in the middle of a kind(999) frame (14 of 22 bytes)"}},
+		{name: "kind 999 over the limit", in: header("RDMR", 1, 999, limit+1), proto: true, n: 12, want: []string{"unknown message kind 999"}},
 		{name: "4 GiB", in: header("RDMR", 1, KindSpec, 1<<32-1), proto: true, n: 12,
 			want: []string{"spec frame from peer declares a 4294967295-byte payload, over the 1024-byte limit"}},
 		{name: "limit plus one", in: header("RDMR", 1, KindResult, limit+1), proto: true, n: 12, want: []string{"declares a 1025-byte payload"}},
@@ -120,6 +124,9 @@ func TestReadFrameErrors(t *testing.T) {
 			}
 			if errors.Is(err, ErrVersion) != tc.version {
 				t.Errorf("errors.Is(%v, ErrVersion) != %v", err, tc.version)
+			}
+			if errors.Is(err, ErrUnknownKind) != tc.unknown {
+				t.Errorf("errors.Is(%v, ErrUnknownKind) != %v", err, tc.unknown)
 			}
 			var part *partialError
 			if errors.As(err, &part) != tc.partial || (tc.partial && !errors.Is(err, io.ErrUnexpectedEOF)) {
@@ -150,12 +157,21 @@ func TestReadFrameOversizeDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// Kinds added within version 1 keep their numbers: builds of the same
+// version read them by number.
+func TestKindNumbers(t *testing.T) {
+	if KindDone != 13 || KindRelay != 14 || KindRelayOK != 15 || KindRelayResult != 16 {
+		t.Errorf("done, relay, relay-ok, relay-result are %d %d %d %d, want 13 14 15 16", KindDone, KindRelay, KindRelayOK, KindRelayResult)
+	}
+}
+
 func TestKindString(t *testing.T) {
 	for k, want := range map[Kind]string{
 		KindHello: "hello", KindError: "error", KindChallenge: "challenge", KindAuth: "auth",
 		KindAuthOK: "auth-ok", KindSpec: "spec", KindSpecOK: "spec-ok", KindEndpoints: "endpoints",
 		KindReady: "ready", KindStart: "start", KindResult: "result", KindBye: "bye", KindDone: "done",
-		0: "kind(0)", kindEnd: "kind(14)", 65535: "kind(65535)",
+		KindRelay: "relay", KindRelayOK: "relay-ok", KindRelayResult: "relay-result",
+		0: "kind(0)", kindEnd: "kind(17)", 65535: "kind(65535)",
 	} {
 		if got := k.String(); got != want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint16(k), got, want)

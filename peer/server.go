@@ -2,6 +2,8 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +34,14 @@ type ServerConfig struct {
 	// HandshakeTimeout bounds each control step; 0 means 10 s.
 	StepTimeout time.Duration
 	Logger      *slog.Logger
+	// DialTLS, when set, is the client TLS configuration for the tests
+	// this responder runs itself on a coordinator's behalf (relays).
+	DialTLS *tls.Config
+	// RelayUnauthenticated lets a client that proved nothing (no token
+	// in force, no client certificate) have this responder dial out on
+	// its behalf. Without it such relays are served only to loopback
+	// clients: a responder must not be a way to reach arbitrary addresses.
+	RelayUnauthenticated bool
 }
 
 // Server is a responder. It serves any number of tests over its lifetime,
@@ -196,10 +206,20 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 
 	var req specMsg
 	sctx, scancel = s.step(ctx)
-	err = c.Recv(sctx, ctrl.KindSpec, &req)
+	kind, payload, err := c.RecvAny(sctx)
 	scancel()
-	if err != nil {
+	switch {
+	case errors.Is(err, ctrl.ErrUnknownKind):
+		return fail(fmt.Errorf("this responder speaks control protocol version %d and does not know the request (%w); the client is of a newer rdmarun: upgrade the responder", ctrl.Version, err))
+	case err != nil:
 		return fmt.Errorf("reading the spec: %w", err)
+	case kind == ctrl.KindRelay:
+		return s.serveRelay(ctx, c, payload, log, fail)
+	case kind != ctrl.KindSpec:
+		return fail(fmt.Errorf("got %s as the first request, want spec or relay", kind))
+	}
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return fail(fmt.Errorf("the spec message does not decode: %w", err))
 	}
 	spec, err := req.Spec.Complete()
 	if err != nil {

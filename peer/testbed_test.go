@@ -57,6 +57,13 @@ func startResponder(t *testing.T, args ...string) *responder {
 // channel on host, and waits until it listens.
 func startResponderAt(t *testing.T, host string, args ...string) *responder {
 	t.Helper()
+	return startServe(t, host, "rxe0", args...)
+}
+
+// startServe starts `rdmarun serve` on device with its control channel
+// on host, and waits until it listens.
+func startServe(t *testing.T, host, device string, args ...string) *responder {
+	t.Helper()
 	bin := os.Getenv("RDMARUN_BIN")
 	if bin == "" {
 		t.Fatal("RDMARUN_BIN is not set (make testbed-test sets it)")
@@ -67,7 +74,7 @@ func startResponderAt(t *testing.T, host string, args ...string) *responder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"serve", "--device", "rxe0", "--listen", addr, "--log-level", "debug"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--device", device, "--listen", addr, "--log-level", "debug"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

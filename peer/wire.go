@@ -4,9 +4,27 @@
 // so the responder needs no per-test settings; both ends exchange endpoint
 // info over the control channel (package ctrl), start together, relay
 // "my senders are done", and the responder sends its side's result back.
+//
+// A relayed test (RunVia) lets a coordinator run a test between two
+// responders without carrying its traffic:
+//
+//	coordinator -> A  relay         {version, spec, A's device, B: {addr, device}}
+//	A -> coordinator  relay-ok      {version, device, within: A's bound on the answer}
+//	                  A runs the test as a client against B (Run), with its own token and TLS
+//	A -> coordinator  relay-result  {result with both sides and samples, or error: {stage, addr, unreachable, ...}}
+//	coordinator -> A  bye
+//
+// The relay payload carries its own version (RelayVersion); a responder
+// answers another version, or a kind it does not know, with an error
+// frame that names the version it speaks. While A's test runs, anything
+// from the coordinator, or its connection closing, stops the test.
 package peer
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -58,4 +76,109 @@ type resultMsg struct {
 	// Timeout: the responder's side failed as a dead path does (a stall
 	// or a connect that timed out), so the client counts it as a timeout.
 	Timeout bool `json:"timeout,omitempty"`
+}
+
+// RelayVersion is the version of the relay messages (relayMsg and its
+// answers). A responder answers a request of another version with an
+// error that names both, never by dropping it.
+const RelayVersion = 1
+
+// relayMsg asks a responder (A) to run Spec itself, as a client, against
+// the responder at Peer (B), and to send back the whole result.
+type relayMsg struct {
+	Version int           `json:"version"`
+	Spec    rdma.TestSpec `json:"spec"`
+	// Device and GIDIndex on A; empty / nil: A's own settings.
+	Device   string    `json:"device,omitempty"`
+	GIDIndex *int      `json:"gid_index,omitempty"`
+	Peer     relayPeer `json:"peer"`
+}
+
+// relayPeer is B, as A dials it.
+type relayPeer struct {
+	Addr     string `json:"addr"`
+	Device   string `json:"device,omitempty"`
+	GIDIndex *int   `json:"gid_index,omitempty"`
+}
+
+// relayOKMsg accepts a relay: A's device, and how long A may take at most
+// to answer (its own limit on one test), which bounds the coordinator's
+// wait.
+type relayOKMsg struct {
+	Version int           `json:"version"`
+	Device  string        `json:"device"`
+	Within  rdma.Duration `json:"within"`
+}
+
+// relayResultMsg is A's answer: the result of its test against B, or
+// where and why it failed.
+type relayResultMsg struct {
+	Result *rdma.Result  `json:"result,omitempty"`
+	Error  *relayFailure `json:"error,omitempty"`
+	// Samples (value, count: one pair per non-empty histogram bucket)
+	// and Buckets carry the latency samples a Result keeps out of its
+	// JSON, so a relayed result plots and exports like a local one.
+	Samples [][2]int64    `json:"samples,omitempty"`
+	Buckets []rdma.Bucket `json:"buckets,omitempty"`
+}
+
+// The geometry of rdma's latency histograms (LatencyStats: 1 ns to 60 s,
+// 3 significant digits). The receiver builds the histogram itself rather
+// than decode one: a peer must not choose how much memory it takes.
+const (
+	histLowest  = 1
+	histHighest = 60_000_000_000
+	histDigits  = 3
+)
+
+func relayResultOf(res *rdma.Result) (relayResultMsg, error) {
+	m := relayResultMsg{Result: res}
+	if l := res.Latency; l != nil && l.Histogram != nil {
+		h := l.Histogram
+		if h.LowestTrackableValue() != histLowest || h.HighestTrackableValue() != histHighest || h.SignificantFigures() != histDigits {
+			return m, fmt.Errorf("the latency histogram covers %d to %d ns at %d digits, not the %d to %d at %d a relay carries",
+				h.LowestTrackableValue(), h.HighestTrackableValue(), h.SignificantFigures(), histLowest, histHighest, histDigits)
+		}
+		for _, b := range h.Distribution() {
+			if b.Count > 0 {
+				m.Samples = append(m.Samples, [2]int64{b.From, b.Count})
+			}
+		}
+		m.Buckets = l.Buckets
+	}
+	return m, nil
+}
+
+// result is the Result the message carries, with its latency samples.
+func (m relayResultMsg) result() (*rdma.Result, error) {
+	res := m.Result
+	if res == nil {
+		return nil, errors.New("no result and no error")
+	}
+	if l := res.Latency; l != nil {
+		h := hdrhistogram.New(histLowest, histHighest, histDigits)
+		for _, p := range m.Samples {
+			if p[1] <= 0 {
+				return nil, fmt.Errorf("latency sample %d ns counted %d times", p[0], p[1])
+			}
+			if err := h.RecordValues(p[0], p[1]); err != nil {
+				return nil, fmt.Errorf("latency sample %d ns: %w", p[0], err)
+			}
+		}
+		if h.TotalCount() != int64(l.RTT.Count) {
+			return nil, fmt.Errorf("the latency histogram holds %d samples, the summary %d", h.TotalCount(), l.RTT.Count)
+		}
+		l.Histogram, l.Buckets = h, m.Buckets
+	}
+	return res, nil
+}
+
+// relayFailure is RelayedError on the wire.
+type relayFailure struct {
+	Stage       Stage  `json:"stage,omitempty"`
+	Addr        string `json:"addr,omitempty"`
+	Msg         string `json:"message"`
+	Unreachable bool   `json:"unreachable,omitempty"`
+	Timeout     bool   `json:"timeout,omitempty"`
+	Stopped     bool   `json:"stopped,omitempty"`
 }

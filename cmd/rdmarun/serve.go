@@ -22,12 +22,15 @@ import (
 
 // serveCmd is the responder daemon: clients push whole test specs to it.
 type serveCmd struct {
-	listen        string
-	device        string
-	port          int
-	gidIndex      string
-	tokenFile     string
-	tls           ctrl.TLSConfig
+	listen    string
+	device    string
+	port      int
+	gidIndex  string
+	tokenFile string
+	tls       ctrl.TLSConfig
+	// dialCA turns on TLS for the tests this responder runs against
+	// others on a coordinator's behalf, trusting this CA.
+	dialCA        string
 	maxTest       time.Duration
 	maxConcurrent int
 	logLevel      string
@@ -47,6 +50,7 @@ func newServeCmd(app *kingpin.Application) *serveCmd {
 	cmd.Flag("tls-cert", "Serve TLS with this certificate (PEM).").StringVar(&c.tls.CertFile)
 	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&c.tls.KeyFile)
 	cmd.Flag("tls-client-ca", "Require client certificates signed by this CA (PEM).").StringVar(&c.tls.CAFile)
+	cmd.Flag("tls-ca", "Relayed tests (a coordinator asks this responder to test another): connect to the other responder with TLS, trusting this CA (PEM); --tls-cert and --tls-key, if given, are presented as the client certificate.").StringVar(&c.dialCA)
 	cmd.Flag("max-test", "Longest a test may hold the responder.").Default("10m").DurationVar(&c.maxTest)
 	cmd.Flag("max-concurrent", "Tests served at once.").Default("4").IntVar(&c.maxConcurrent)
 	cmd.Flag("log-level", "debug, info, warn or error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
@@ -97,6 +101,13 @@ func (c *serveCmd) run(stderr io.Writer) error {
 			return &exitError{exitInvalid, err}
 		}
 	}
+	var dialTLS *tls.Config
+	if c.dialCA != "" {
+		dial := ctrl.TLSConfig{CAFile: c.dialCA, CertFile: c.tls.CertFile, KeyFile: c.tls.KeyFile}
+		if dialTLS, err = dial.ClientConfig(); err != nil {
+			return &exitError{exitInvalid, fmt.Errorf("--tls-ca: %w", err)}
+		}
+	}
 	if c.device == "" {
 		if c.device, err = firstActiveDevice(c.port); err != nil {
 			return err
@@ -107,6 +118,7 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	srv, err := peer.NewServer(peer.ServerConfig{
 		Device: c.device, Port: c.port, GIDIndex: gid, Token: token,
 		MaxTest: c.maxTest, MaxConcurrent: c.maxConcurrent, Logger: log,
+		DialTLS: dialTLS, RelayUnauthenticated: c.allowUnauthenticated,
 	})
 	if err != nil {
 		return &exitError{exitInvalid, err}
