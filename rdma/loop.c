@@ -407,6 +407,11 @@ static int lat_requester(struct rr_worker *w)
 		}
 		if (r->duration_ns ? (end && rr_now_ns() >= end) : i >= total)
 			break;
+		// Waits look at the stop flag only after SPIN_CHECK spins, which a
+		// fast round trip never reaches; a stop must end a run that keeps
+		// making progress too. Outside the timed region.
+		if (r->stop)
+			return wfail(w, RR_FAIL_STOPPED);
 		struct rr_qp_io *q = &w->q[i % nq];
 		int64_t t0 = rr_now_ns();
 		if (lat_request(w, q))
@@ -426,6 +431,8 @@ static int lat_responder(struct rr_worker *w)
 {
 	for (uint64_t i = 0;; i++) {
 		w->iter = i;
+		if (w->run->stop) // as in lat_requester
+			return wfail(w, RR_FAIL_STOPPED);
 		// A responder with several QPs answers them in the order the
 		// requester uses them: round robin.
 		int rc = lat_answer(w, &w->q[i % (uint64_t)w->nq]);
@@ -564,6 +571,10 @@ static int bw_worker(struct rr_worker *w)
 		if (!pending)
 			break;
 		if (progress) {
+			// A worker that keeps moving data never spins SPIN_CHECK
+			// times, so the stop flag is looked at here too.
+			if (r->stop)
+				return wfail(w, RR_FAIL_STOPPED);
 			since = 0;
 			continue;
 		}
