@@ -17,7 +17,7 @@ type Scenario struct {
 	Device     string // a device name, or "auto"
 	Port       int    // 1-based
 	GIDIndex   int    // rdma.AutoGIDIndex: choose the RoCE v2 IPv4 GID
-	Peer       string // "loopback", or HOST[:PORT] of `rdmarun serve`
+	Peer       string // "loopback", or HOST[:PORT] of `rdmarun serve`; unused with Fleet
 	PeerDevice string // responder device; "" lets the responder (or loopback) choose
 	// TokenFile and the TLS files are as written in the scenario when it
 	// came through Parse; Load resolves relative ones against the file's
@@ -29,6 +29,10 @@ type Scenario struct {
 	Vars map[string]string
 
 	Cases []Case
+
+	// Fleet is set when the scenario names hosts: instead of a peer: its
+	// cases then run on every pair of the fleet's pattern.
+	Fleet *Fleet
 
 	runs []Run
 }

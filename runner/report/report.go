@@ -42,6 +42,8 @@ type Report struct {
 	StopReason StopReason `json:"stop_reason,omitempty"`
 	Runs       []Run      `json:"runs"`
 	Summary    Summary    `json:"summary"`
+	// Fleet is set for a scenario run across hosts: (see Fleet).
+	Fleet *Fleet `json:"fleet,omitempty"`
 }
 
 // StopReason is why a scenario ended before its last run.
@@ -65,6 +67,10 @@ type Run struct {
 	Result   *rdma.Result `json:"result,omitempty"`
 	Verdicts []Verdict    `json:"verdicts,omitempty"`
 	Seconds  float64      `json:"seconds"` // wall time of the run, setup included
+	// Started is when the run began (zero for a run that was skipped).
+	Started time.Time `json:"started,omitzero"`
+	// Pair is set in a fleet run: which pair ran it, in which round.
+	Pair *PairRun `json:"pair,omitempty"`
 }
 
 // Verdict is one threshold judged on one run.
