@@ -361,3 +361,43 @@ func TestFleetHTML(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetHeatMapDense: past denseAbove hosts the cells shrink and drop
+// their values (the tooltips keep them), so a big fleet's map stays on
+// a screen.
+func TestFleetHeatMapDense(t *testing.T) {
+	var hosts []fleet.Host
+	for i := range 20 {
+		hosts = append(hosts, fleet.Host{Name: fmt.Sprintf("n%02d", i+1)})
+	}
+	pairs, err := fleet.Ring.Pairs(hosts, fleet.PatternOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []fleet.Outcome
+	for i, p := range pairs {
+		v := 2e-6
+		if i == 7 {
+			v = 9e-6
+		}
+		outcomes = append(outcomes, fleet.Outcome{Pair: p, Metric: "lat 64B RTT p50", OK: true, Value: v})
+	}
+	ms, err := fleet.Matrices(hosts, outcomes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := heatMap(ms[0], fleet.DefaultLagFactor)
+	if n := strings.Count(svg, `<g class="cell `); n != 400 {
+		t.Errorf("%d cells, want 400", n)
+	}
+	if strings.Contains(svg, `class="val"`) {
+		t.Error("a dense map prints values in its cells")
+	}
+	if !strings.Contains(svg, `<title>n08 -&gt; n09: 9.00 us, 4.50x the fleet median (lag)</title>`) || !strings.Contains(svg, `class="mark" fill="#fff">l</text>`) {
+		t.Errorf("the lagging pair's tooltip or mark is missing:\n%s", svg)
+	}
+	var w int
+	if _, err := fmt.Sscanf(svg[strings.Index(svg, `width="`):], `width="%d"`, &w); err != nil || w > 700 {
+		t.Errorf("width %d (%v), want at most 700 px for 20 hosts", w, err)
+	}
+}

@@ -80,6 +80,11 @@ func textOn(fill string) string {
 	return "#222"
 }
 
+// denseAbove is the host count above which a heat map's cells are too
+// many to print values in: the grid shrinks to squares with a status
+// letter, and each cell's tooltip still gives its value.
+const denseAbove = 16
+
 // heatMap draws one metric as an SVG grid, hosts on both axes.
 func heatMap(m fleet.Matrix, lag float64) string {
 	u := unitOf(m)
@@ -87,11 +92,16 @@ func heatMap(m fleet.Matrix, lag float64) string {
 	for _, h := range m.Hosts {
 		longest = max(longest, len(h))
 	}
-	const cw, ch, legendH = 64, 32, 64
-	left := 20 + 7*max(longest, 6)
-	top := 44 + int(float64(7*longest)*0.72) // column names slant at 45 degrees
+	const legendH = 64
 	n := len(m.Hosts)
-	w := max(left+cw*n+20, 560)
+	dense := n > denseAbove
+	cw, ch := 64, 32
+	if dense {
+		cw, ch = 20, 20
+	}
+	left := 20 + 7*max(longest, 6)
+	top := 54 + int(float64(7*longest)*0.72) // column names slant up at 45 degrees
+	w := max(left+cw*n+20, legendWidth(lag)+20)
 	h := top + ch*n + legendH
 	title := fmt.Sprintf("%s, %s", m.Metric, u.long)
 	var b strings.Builder
@@ -103,7 +113,7 @@ func heatMap(m fleet.Matrix, lag float64) string {
 	fmt.Fprintf(&b, `<text x="10" y="18" class="title">%s (fleet median %s)</text>`, esc(title), esc(median))
 	fmt.Fprintf(&b, `<text x="10" y="34" class="tick">initiator (row) &#8594; responder (column)</text>`)
 	for i, name := range m.Hosts {
-		x, y := left+cw*i+cw/2, top-6
+		x, y := left+cw*i+cw/2-4, top-6
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" transform="rotate(-45 %d %d)">%s</text>`, x, y, x, y, esc(name))
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, left-6, top+ch*i+ch/2+4, esc(name))
 	}
@@ -113,17 +123,18 @@ func heatMap(m fleet.Matrix, lag float64) string {
 			if a < len(m.Cells) && bi < len(m.Cells[a]) {
 				c = m.Cells[a][bi]
 			}
-			b.WriteString(heatCell(m.Hosts[a], m.Hosts[bi], c, u, lag, left+cw*bi, top+ch*a, cw, ch))
+			b.WriteString(heatCell(m.Hosts[a], m.Hosts[bi], c, u, lag, left+cw*bi, top+ch*a, cw, ch, dense))
 		}
 	}
-	heatLegend(&b, u, lag, top+ch*n+16)
+	heatLegend(&b, u, lag, top+ch*n+16, dense)
 	b.WriteString(`</svg>`)
 	return b.String()
 }
 
-// heatCell is one pair: a coloured square, its value and status mark,
-// and a tooltip that says it all in words.
-func heatCell(a, b string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h int) string {
+// heatCell is one pair: a coloured square, its value and status mark
+// (dense: the mark's first letter only), and a tooltip that says it all
+// in words.
+func heatCell(a, b string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h int, dense bool) string {
 	status, fill, value, mark := "none", colourNone, "-", ""
 	tip := fmt.Sprintf("%s -> %s: not run", a, b)
 	if c != nil {
@@ -148,6 +159,17 @@ func heatCell(a, b string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h 
 			tip += " (" + map[fleet.Status]string{fleet.StatusLag: "lag", fleet.StatusFail: "the test failed", fleet.StatusEnv: "a host did not answer"}[c.Status] + ")"
 		}
 	}
+	if value == "" && mark == "" {
+		mark = status // ran and passed, but measured nothing
+	}
+	if dense {
+		value = ""
+		if mark != "" && status != string(fleet.StatusOK) {
+			mark = mark[:1]
+		} else {
+			mark = ""
+		}
+	}
 	fg := textOn(fill)
 	var s strings.Builder
 	fmt.Fprintf(&s, `<g class="cell %s"><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#fff"/>`, status, esc(tip), x, y, w, h, fill)
@@ -157,17 +179,16 @@ func heatCell(a, b string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h 
 			x+w/2, y+h/2-2, fg, value, x+w/2, y+h-5, fg, mark)
 	case value != "":
 		fmt.Fprintf(&s, `<text x="%d" y="%d" class="val" fill="%s">%s</text>`, x+w/2, y+h/2+4, fg, value)
-	default:
+	case mark != "":
 		fmt.Fprintf(&s, `<text x="%d" y="%d" class="mark" fill="%s">%s</text>`, x+w/2, y+h/2+4, fg, mark)
 	}
 	s.WriteString(`</g>`)
 	return s.String()
 }
 
-// heatLegend explains the colours and the unit under a heat map.
-func heatLegend(b *strings.Builder, u metricUnit, lag float64, y int) {
-	fmt.Fprintf(b, `<text x="10" y="%d" class="tick">values in %s; colour: against the fleet median</text>`, y, esc(u.long))
-	keys := []struct{ fill, label string }{
+// legendKeys are the heat map's colours and what each means.
+func legendKeys(lag float64) []struct{ fill, label string } {
+	return []struct{ fill, label string }{
 		{colourGood, "median or better"},
 		{ratioColour((1+lag)/2, lag), fmt.Sprintf("%.2gx", (1+lag)/2)},
 		{colourNear, fmt.Sprintf("%gx", lag)},
@@ -176,11 +197,32 @@ func heatLegend(b *strings.Builder, u metricUnit, lag float64, y int) {
 		{colourEnv, "env: no answer"},
 		{colourNone, "- not run"},
 	}
+}
+
+// legendStep is the room a legend key takes: its swatch and its label,
+// at about 7 px per character of the legend's 11 px font.
+func legendStep(label string) int { return 26 + 7*len(label) }
+
+func legendWidth(lag float64) int {
+	w := 10
+	for _, k := range legendKeys(lag) {
+		w += legendStep(k.label)
+	}
+	return w
+}
+
+// heatLegend explains the colours and the unit under a heat map.
+func heatLegend(b *strings.Builder, u metricUnit, lag float64, y int, dense bool) {
+	hint := ""
+	if dense {
+		hint = "; l, f, e: lag, fail, env; hover a cell for its value"
+	}
+	fmt.Fprintf(b, `<text x="10" y="%d" class="tick">values in %s; colour: against the fleet median%s</text>`, y, esc(u.long), hint)
 	x := 10
-	for _, k := range keys {
+	for _, k := range legendKeys(lag) {
 		fmt.Fprintf(b, `<rect class="key" x="%d" y="%d" width="14" height="14" fill="%s" stroke="#999"/><text x="%d" y="%d" class="legend">%s</text>`,
 			x, y+10, k.fill, x+18, y+21, esc(k.label))
-		x += 26 + 7*len(k.label)
+		x += legendStep(k.label)
 	}
 }
 
