@@ -71,7 +71,7 @@ func fleetText(w io.Writer, r *Report, tables bool) error {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "\n%s\n", roundsLine(f))
+	fmt.Fprintf(w, "\n%s\n", roundsLine(r))
 	suspectsText(w, f.Suspects)
 	if tables {
 		for _, c := range r.Cases() {
@@ -159,8 +159,10 @@ func matrixText(w io.Writer, m fleet.Matrix) error {
 	return tw.Flush()
 }
 
-// roundsLine says how the pairs were scheduled and how long it took.
-func roundsLine(f *Fleet) string {
+// roundsLine says how the pairs were scheduled and what that saved: the
+// wall time against the runs' times added up, as one after another.
+func roundsLine(r *Report) string {
+	f := r.Fleet
 	confirm, most := 0, 0
 	for _, rd := range f.Rounds {
 		if rd.Attempt > 0 {
@@ -169,13 +171,22 @@ func roundsLine(f *Fleet) string {
 		most = max(most, len(rd.Pairs))
 	}
 	s := fmt.Sprintf("%d rounds (%d confirmation), at most %d pairs at once", len(f.Rounds), confirm, most)
-	if len(f.Rounds) > 0 {
-		s += fmt.Sprintf(", wall time %.3f s", wallSeconds(f))
-	}
 	if f.Parallel > 0 {
 		s += fmt.Sprintf(" (parallel %d)", f.Parallel)
 	}
+	if len(f.Rounds) > 0 {
+		s += fmt.Sprintf(", wall time %.3f s against %.3f s for the runs one after another", wallSeconds(f), serialSeconds(r))
+	}
 	return s
+}
+
+// serialSeconds adds up every run's wall time.
+func serialSeconds(r *Report) float64 {
+	var sum float64
+	for _, run := range r.Runs {
+		sum += run.Seconds
+	}
+	return sum
 }
 
 // suspectsText ranks the suspects with their evidence. The evidence is

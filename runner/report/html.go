@@ -21,7 +21,7 @@ import (
 func HTML(w io.Writer, r *Report) error {
 	page := htmlPage{R: r}
 	if r.Fleet != nil {
-		page.Fleet = fleetHTML(r.Fleet)
+		page.Fleet = fleetHTML(r)
 	}
 	for _, c := range r.Cases() {
 		hc := htmlCase{Name: c.Name, Runs: c.Runs}

@@ -11,13 +11,14 @@ import (
 
 // fleetHTML is a fleet report's own part of the page: a heat map per
 // metric, how the rounds ran, and the suspects with their evidence.
-func fleetHTML(f *Fleet) template.HTML {
+func fleetHTML(r *Report) template.HTML {
+	f := r.Fleet
 	var b strings.Builder
 	lag := lagFactorOf(f)
 	fmt.Fprintf(&b, `<section class="fleet"><h2>Fleet: %d hosts from %s, pattern %s</h2>`+"\n",
 		len(f.Hosts), template.HTMLEscapeString(f.Source), template.HTMLEscapeString(string(f.Pattern)))
 	fmt.Fprintf(&b, "<p>%s. Rows initiate, columns respond. A cell's colour is its value against the fleet median of its metric; over %gx worse is a lag.</p>\n",
-		template.HTMLEscapeString(roundsLine(f)), lag)
+		template.HTMLEscapeString(roundsLine(r)), lag)
 	for _, m := range f.Matrices {
 		b.WriteString(heatMap(m, lag))
 		b.WriteString("\n")

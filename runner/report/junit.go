@@ -68,7 +68,7 @@ func JUnit(w io.Writer, r *Report) error {
 		s := junitSuite{Name: r.Scenario + "." + c.Name, Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05Z")}
 		s.Props = []junitProperty{{"peer", r.Peer}, {"tool", r.Tool}}
 		if r.Fleet != nil {
-			s.Props = append(s.Props, suspectProperties(r.Fleet)...)
+			s.Props = append(s.Props, fleetProperties(r)...)
 			s.SystemOut = suspectsOut(r.Fleet)
 		}
 		var total float64
@@ -156,13 +156,16 @@ func pairProperties(p *PairRun) []junitProperty {
 	return []junitProperty{{"initiator", p.A}, {"responder", p.B}, {"round", fmt.Sprint(p.Round)}, {"attempt", fmt.Sprint(p.Attempt)}}
 }
 
-// suspectProperties name the ranked suspects, one property each, and say
-// when there is none, so a reader of the properties alone knows.
-func suspectProperties(f *Fleet) []junitProperty {
+// fleetProperties say how the fleet ran and name the ranked suspects,
+// one property each, or that there is none, so a reader of the
+// properties alone knows.
+func fleetProperties(r *Report) []junitProperty {
+	f := r.Fleet
+	p := []junitProperty{{"hosts", fmt.Sprint(len(f.Hosts))}, {"pattern", string(f.Pattern)}, {"rounds", fmt.Sprint(len(f.Rounds))},
+		{"wall_seconds", seconds(wallSeconds(f))}, {"serial_seconds", seconds(serialSeconds(r))}}
 	if len(f.Suspects) == 0 {
-		return []junitProperty{{"suspects", "none"}}
+		return append(p, junitProperty{"suspects", "none"})
 	}
-	p := make([]junitProperty, 0, len(f.Suspects))
 	for i, s := range f.Suspects {
 		p = append(p, junitProperty{fmt.Sprintf("suspect_%d", i+1), fmt.Sprintf("%s %s, score %g", s.Kind, s.Name, s.Score)})
 	}
