@@ -12,7 +12,8 @@ import (
 
 // Text writes the report for a terminal or a CI log: one table per case,
 // with units in the headers, then the verdicts that failed and a summary.
-// A fleet report gets a matrix per metric and the suspects instead.
+// A fleet report opens with a matrix per metric, the rounds and the
+// suspects, and its tables name the pair that ran each run.
 func Text(w io.Writer, r *Report) error {
 	if r.Fleet != nil {
 		return fleetText(w, r, true)
