@@ -197,7 +197,7 @@ func suspectsText(w io.Writer, suspects []fleet.Suspect) {
 		fmt.Fprintf(w, "\nno suspects: no host or link is bad\n")
 		return
 	}
-	fmt.Fprintf(w, "\nsuspects, worst first (score: bad pairs explained; evidence values in seconds for RTT, bytes/s for bandwidth):\n")
+	fmt.Fprintf(w, "\nsuspects, worst first (score: bad pairs explained; evidence: RTT in microseconds, bandwidth in Gb/s, each against the fleet median):\n")
 	for i, s := range suspects {
 		fmt.Fprintf(w, "  %d. %s %s, score %g\n", i+1, s.Kind, s.Name, s.Score)
 		for _, e := range s.Evidence {

@@ -235,7 +235,7 @@ func suspectsTable(suspects []fleet.Suspect) string {
 		b.WriteString(`<p class="passed">No suspects: no host or link is bad.</p>` + "\n")
 		return b.String()
 	}
-	b.WriteString("<p>Worst first. The score is how many bad pairs (per metric) a suspect explains; evidence values are in seconds for RTT and bytes/s for bandwidth.</p>\n")
+	b.WriteString("<p>Worst first. The score is how many bad pairs (per metric) a suspect explains; the evidence gives RTT in microseconds and bandwidth in Gb/s (10^9 bit/s), each against the fleet median.</p>\n")
 	b.WriteString(`<table class="suspects"><tr><th>rank</th><th>kind</th><th>suspect</th><th>score</th><th>evidence</th></tr>` + "\n")
 	for i, s := range suspects {
 		fmt.Fprintf(&b, `<tr><td>%d</td><td>%s</td><td class="failed">%s</td><td>%g</td><td style="text-align:left">`, i+1, esc(s.Kind), esc(s.Name), s.Score)
