@@ -263,6 +263,7 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 			// Every later run of the pair would fail the same way, each
 			// after a step's wait for a host that does not answer.
 			run.Status, run.Error, res.env = report.Errored, "environment, not run: "+envErr, true
+			c.progress(run)
 		case aborted != "":
 			run.Status, run.Error = report.Skipped, aborted
 		default:
