@@ -21,14 +21,30 @@ const maxHostLookups = 8
 
 // dnsSource follows one DNS name.
 type dnsSource struct {
-	d       *Discoverer
-	t       config.DNSTarget
+	d        *Discoverer // nil for a one-shot Lookup, which logs and counts nothing
+	resolver Resolver
+	t        config.DNSTarget
 	last    []config.Target // the last good answer, sorted by name
 	lastErr string          // so that a lasting failure is logged once
 }
 
 func newDNSSource(d *Discoverer, t config.DNSTarget) *dnsSource {
-	return &dnsSource{d: d, t: t}
+	return &dnsSource{d: d, resolver: d.resolver, t: t}
+}
+
+// Lookup resolves t once, as a refresh of a followed name does: an SRV
+// name (starting with _) gives one target per record, named
+// NAME/HOST:PORT, on the record's port; any other name one target per
+// A/AAAA address, named NAME/ADDRESS, on t.Port. The targets are sorted
+// by name. An SRV host that does not resolve is left out and its error
+// returned beside the others, so a caller can tell a partial answer from
+// a complete one. ctx bounds the whole lookup.
+func Lookup(ctx context.Context, r Resolver, t config.DNSTarget) ([]config.Target, error) {
+	s := &dnsSource{resolver: r, t: t}
+	if t.SRV() {
+		return s.lookupSRV(ctx)
+	}
+	return s.lookupHost(ctx)
 }
 
 // seed takes the last good answer of the same lookup from prev, with this
@@ -112,7 +128,7 @@ func (s *dnsSource) refresh(ctx context.Context) []config.Target {
 // name/address: the name groups them on dashboards, the address tells them
 // apart, and there are no more of them than the answer has records.
 func (s *dnsSource) lookupHost(ctx context.Context) ([]config.Target, error) {
-	addrs, err := s.d.resolver.LookupHost(ctx, s.t.Name)
+	addrs, err := s.resolver.LookupHost(ctx, s.t.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +146,7 @@ func (s *dnsSource) lookupHost(ctx context.Context) ([]config.Target, error) {
 // ordered so that it does not flip between answers.
 func (s *dnsSource) lookupSRV(ctx context.Context) ([]config.Target, error) {
 	// Empty service and proto look the name up as written.
-	_, recs, err := s.d.resolver.LookupSRV(ctx, "", "", s.t.Name)
+	_, recs, err := s.resolver.LookupSRV(ctx, "", "", s.t.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +177,7 @@ func (s *dnsSource) lookupSRV(ctx context.Context) ([]config.Target, error) {
 			defer func() { <-sem }()
 			port := strconv.Itoa(int(hp.port))
 			name := net.JoinHostPort(hp.host, port)
-			addrs, err := s.d.resolver.LookupHost(ctx, hp.host)
+			addrs, err := s.resolver.LookupHost(ctx, hp.host)
 			if err == nil && len(addrs) == 0 {
 				err = errors.New("no addresses")
 			}
