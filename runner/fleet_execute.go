@@ -81,7 +81,7 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 	if len(runs) == 0 {
 		return nil, ErrNoRuns
 	}
-	if err := checkFleet(fl); err != nil {
+	if err := checkPlan(fl); err != nil {
 		return nil, err
 	}
 	c := &coordinator{
@@ -146,9 +146,9 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 	return rep, nil
 }
 
-// checkFleet holds a Fleet built outside the loader to what the loader
+// checkPlan holds a Fleet built outside the loader to what the loader
 // guarantees, so a bad one is an error rather than an index panic.
-func checkFleet(fl *Fleet) error {
+func checkPlan(fl *Fleet) error {
 	if err := fleet.CheckHosts(fl.Hosts); err != nil {
 		return fmt.Errorf("runner: fleet: %w", err)
 	}

@@ -87,6 +87,11 @@ func (c *scenarioCmd) validate(w io.Writer) error {
 		if n == 1 {
 			plural = ""
 		}
+		if fl := sc.Fleet; fl != nil {
+			fmt.Fprintf(w, "%s: scenario %s is valid: %d run%s on each of %d pairs (%s over %d hosts, in %d rounds)\n",
+				c.files[i], sc.Name, n, plural, len(fl.Pairs), fl.Pattern, len(fl.Hosts), len(fl.Rounds))
+			continue
+		}
 		fmt.Fprintf(w, "%s: scenario %s is valid: %d run%s\n", c.files[i], sc.Name, n, plural)
 	}
 	return nil
