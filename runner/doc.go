@@ -62,5 +62,9 @@
 //
 // Execute runs a scenario on a Target (Loopback or Remote) and returns a
 // report.Report; ExitStatus turns it into rdmarun's exit code from its
-// StopReason and counts, never from message text.
+// StopReason and counts, never from message text. ExecuteFleet runs a
+// scenario that names hosts: on every pair of its fleet, round by round,
+// each test through host A's rdmarun serve against host B's (a Relayer,
+// peer.RunVia), and fills report.Fleet with the rounds as they ran, the
+// matrices and the suspects.
 package runner
