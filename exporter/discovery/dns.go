@@ -24,8 +24,8 @@ type dnsSource struct {
 	d        *Discoverer // nil for a one-shot Lookup, which logs and counts nothing
 	resolver Resolver
 	t        config.DNSTarget
-	last    []config.Target // the last good answer, sorted by name
-	lastErr string          // so that a lasting failure is logged once
+	last     []config.Target // the last good answer, sorted by name
+	lastErr  string          // so that a lasting failure is logged once
 }
 
 func newDNSSource(d *Discoverer, t config.DNSTarget) *dnsSource {
