@@ -112,7 +112,7 @@ func (l *loader) parseHosts(d *fleetDraft, v *yaml.Node) {
 		// (--set hosts=node1,node2) can name the fleet.
 		d.f.Source = HostSource{Kind: HostsList}
 		for _, spec := range strings.Split(s, ",") {
-			l.addListHost(d, n, strings.TrimSpace(spec), nil)
+			l.addListHost(d, n, strings.TrimSpace(spec))
 		}
 	default:
 		l.errorf(n, "hosts", "want a list or a mapping, not %s; %s", describe(n), allowedHosts)
@@ -125,7 +125,7 @@ func (l *loader) listHost(d *fleetDraft, n *yaml.Node) {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if s, ok := l.text(n, "hosts", "write HOST, HOST:PORT or [IPV6]:PORT"); ok {
-			l.addListHost(d, n, strings.TrimSpace(s), nil)
+			l.addListHost(d, n, strings.TrimSpace(s))
 		}
 		return
 	case yaml.MappingNode:
@@ -170,13 +170,12 @@ func (l *loader) listHost(d *fleetDraft, n *yaml.Node) {
 	l.addHost(d, n, fleet.Host{Name: name, Addr: h.Addr, Devices: devices})
 }
 
-func (l *loader) addListHost(d *fleetDraft, n *yaml.Node, spec string, devices []string) {
+func (l *loader) addListHost(d *fleetDraft, n *yaml.Node, spec string) {
 	h, err := fleet.ParseHost(spec)
 	if err != nil {
 		l.errorf(n, "hosts", "%v", err)
 		return
 	}
-	h.Devices = devices
 	l.addHost(d, n, h)
 }
 
