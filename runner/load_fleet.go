@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rdmarun/rdmarun/dnstargets"
 	"github.com/rdmarun/rdmarun/fleet"
 )
 
@@ -263,7 +264,7 @@ func (l *loader) hostSource(d *fleetDraft, n *yaml.Node) {
 	switch {
 	case kindName != "dns":
 		l.errorf(p.k, "port", "applies to dns: only; a %s gives each host's port as HOST:PORT", map[string]string{"file": "hostfile", "slurm": "Slurm node list"}[kindName])
-	case strings.HasPrefix(value, "_"):
+	case dnstargets.IsSRV(value):
 		l.errorf(p.k, "port", "an SRV name (%s) carries each host's port in its records; remove port:", value)
 	default:
 		d.dnsPort, _ = l.int(p.v, "port", 1, 65535, "write the TCP port of the hosts' rdmarun serve, from 1 to 65535 (default "+fleet.DefaultPort+")")
