@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rdmarun/rdmarun/dnstargets"
 	"github.com/rdmarun/rdmarun/fleet"
 )
 
@@ -112,7 +113,7 @@ func (l *loader) parseHosts(d *fleetDraft, v *yaml.Node) {
 		// (--set hosts=node1,node2) can name the fleet.
 		d.f.Source = HostSource{Kind: HostsList}
 		for _, spec := range strings.Split(s, ",") {
-			l.addListHost(d, n, strings.TrimSpace(spec), nil)
+			l.addListHost(d, n, strings.TrimSpace(spec))
 		}
 	default:
 		l.errorf(n, "hosts", "want a list or a mapping, not %s; %s", describe(n), allowedHosts)
@@ -125,7 +126,7 @@ func (l *loader) listHost(d *fleetDraft, n *yaml.Node) {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if s, ok := l.text(n, "hosts", "write HOST, HOST:PORT or [IPV6]:PORT"); ok {
-			l.addListHost(d, n, strings.TrimSpace(s), nil)
+			l.addListHost(d, n, strings.TrimSpace(s))
 		}
 		return
 	case yaml.MappingNode:
@@ -170,13 +171,12 @@ func (l *loader) listHost(d *fleetDraft, n *yaml.Node) {
 	l.addHost(d, n, fleet.Host{Name: name, Addr: h.Addr, Devices: devices})
 }
 
-func (l *loader) addListHost(d *fleetDraft, n *yaml.Node, spec string, devices []string) {
+func (l *loader) addListHost(d *fleetDraft, n *yaml.Node, spec string) {
 	h, err := fleet.ParseHost(spec)
 	if err != nil {
 		l.errorf(n, "hosts", "%v", err)
 		return
 	}
-	h.Devices = devices
 	l.addHost(d, n, h)
 }
 
@@ -264,7 +264,7 @@ func (l *loader) hostSource(d *fleetDraft, n *yaml.Node) {
 	switch {
 	case kindName != "dns":
 		l.errorf(p.k, "port", "applies to dns: only; a %s gives each host's port as HOST:PORT", map[string]string{"file": "hostfile", "slurm": "Slurm node list"}[kindName])
-	case strings.HasPrefix(value, "_"):
+	case dnstargets.IsSRV(value):
 		l.errorf(p.k, "port", "an SRV name (%s) carries each host's port in its records; remove port:", value)
 	default:
 		d.dnsPort, _ = l.int(p.v, "port", 1, 65535, "write the TCP port of the hosts' rdmarun serve, from 1 to 65535 (default "+fleet.DefaultPort+")")

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rdmarun/rdmarun/exporter/config"
-	"github.com/rdmarun/rdmarun/exporter/discovery"
+	"github.com/rdmarun/rdmarun/dnstargets"
 	"github.com/rdmarun/rdmarun/fleet"
 )
 
@@ -21,7 +20,7 @@ import (
 var dnsTimeout = 10 * time.Second
 
 // dnsResolver answers hosts: {dns: NAME}; tests replace it.
-var dnsResolver discovery.Resolver = net.DefaultResolver
+var dnsResolver dnstargets.Resolver = net.DefaultResolver
 
 // slurmHosts expands hosts: slurm and {slurm: NODELIST}; tests replace
 // it. fleet.SlurmHosts bounds scontrol itself.
@@ -74,8 +73,7 @@ func readHostfile(dir, path string) ([]fleet.Host, error) {
 func lookupHosts(name string, port int) ([]fleet.Host, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dnsTimeout)
 	defer cancel()
-	t := config.DNSTarget{Name: name, Port: port}
-	targets, err := discovery.Lookup(ctx, dnsResolver, t)
+	targets, err := dnstargets.Lookup(ctx, dnsResolver, name, port)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("DNS name %s: no answer within %v; check the resolver, or list the hosts", name, dnsTimeout)
@@ -87,14 +85,13 @@ func lookupHosts(name string, port int) ([]fleet.Host, error) {
 	}
 	hosts := make([]fleet.Host, len(targets))
 	for i, tg := range targets {
-		// The target is NAME/ADDRESS or NAME/HOST:PORT; the part after
-		// the name is the host, shown without the port serve listens on
-		// by default.
-		h := strings.TrimPrefix(tg.Name, name+"/")
+		// An address, or an SRV record's HOST:PORT, shown without the
+		// port serve listens on by default.
+		h := tg.Host
 		if host, p, err := net.SplitHostPort(h); err == nil && p == fleet.DefaultPort {
 			h = host
 		}
-		hosts[i] = fleet.Host{Name: h, Addr: tg.Address}
+		hosts[i] = fleet.Host{Name: h, Addr: tg.Addr}
 	}
 	return hosts, nil
 }
