@@ -70,7 +70,7 @@ func ParseHostfile(r io.Reader, name string) ([]Host, error) {
 		at := func(w word, format string, args ...any) error {
 			return fmt.Errorf("%s:%d:%d: %s", name, lineNo, w.col, fmt.Sprintf(format, args...))
 		}
-		h, err := parseHostSpec(words[0].text)
+		h, err := ParseHost(words[0].text)
 		if err != nil {
 			return nil, at(words[0], "%v", err)
 		}
@@ -133,9 +133,11 @@ func splitWords(line string) []word {
 	return words
 }
 
-// parseHostSpec reads HOST, HOST:PORT, [IPV6], [IPV6]:PORT or a bare IPv6
-// address.
-func parseHostSpec(spec string) (Host, error) {
+// ParseHost reads one host as a hostfile line or a scenario's host list
+// names it: HOST, HOST:PORT, [IPV6], [IPV6]:PORT or a bare IPv6 address.
+// The Host's Name is the spec as written (an IPv6 address without its
+// brackets when no port follows); its Addr always carries a port.
+func ParseHost(spec string) (Host, error) {
 	host, port := spec, ""
 	switch {
 	case strings.HasPrefix(spec, "["):

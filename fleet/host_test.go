@@ -170,3 +170,29 @@ func FuzzParseHostfile(f *testing.F) {
 		}
 	})
 }
+
+func TestParseHost(t *testing.T) {
+	for _, tc := range []struct {
+		spec, name, addr, err string
+	}{
+		{spec: "node1", name: "node1", addr: "node1:18520"},
+		{spec: "node2:18521", name: "node2:18521", addr: "node2:18521"},
+		{spec: "[fd00::3]:18522", name: "[fd00::3]:18522", addr: "[fd00::3]:18522"},
+		{spec: "[fd00::3]", name: "fd00::3", addr: "[fd00::3]:18520"},
+		{spec: "fd00::4", name: "fd00::4", addr: "[fd00::4]:18520"},
+		{spec: "node1:0", err: `"node1:0": port "0" is not a number from 1 to 65535`},
+		{spec: "a b", err: `host name "a b" has ' '; a name holds letters, digits, '-', '_' and '.'`},
+		{spec: "", err: "empty host name; write HOST or HOST:PORT"},
+	} {
+		h, err := ParseHost(tc.spec)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("ParseHost(%q): error %v, want %q", tc.spec, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || h.Name != tc.name || h.Addr != tc.addr {
+			t.Errorf("ParseHost(%q) = %+v, %v; want name %q, addr %q", tc.spec, h, err, tc.name, tc.addr)
+		}
+	}
+}

@@ -51,6 +51,13 @@
 // error naming the case. Every error is FILE:LINE:COL: KEY: what is
 // wrong; what is allowed, and Load reports up to ten at once.
 //
+// A fleet scenario names hosts: (a list, a hostfile, a DNS name or a Slurm
+// node list) instead of peer:, and a pattern: of pairs among them; its
+// cases run on every pair (runner/README.md, "Fleet scenarios"). Parse
+// plans an inline list's pairs and rounds into Scenario.Fleet without the
+// network; Load also finds the hosts of the other sources, bounded by a
+// deadline, and places every problem at its line and column.
+//
 // pass holds expr-lang conditions over Env (see its fields for every name
 // and unit), compiled at load: an unknown name is an error, never a
 // silent pass. Latencies are in microseconds, and duration literals are
@@ -62,5 +69,9 @@
 //
 // Execute runs a scenario on a Target (Loopback or Remote) and returns a
 // report.Report; ExitStatus turns it into rdmarun's exit code from its
-// StopReason and counts, never from message text.
+// StopReason and counts, never from message text. ExecuteFleet runs a
+// scenario that names hosts: on every pair of its fleet, round by round,
+// each test through host A's rdmarun serve against host B's (a Relayer,
+// peer.RunVia), and fills report.Fleet with the rounds as they ran, the
+// matrices and the suspects.
 package runner

@@ -19,7 +19,9 @@ type Options struct {
 	Tool string // "rdmarun <version>", for the report
 	File string
 	// Progress, when set, is called before and after each run (for a
-	// terminal progress line or plain CI log lines).
+	// terminal progress line or plain CI log lines). ExecuteFleet calls
+	// it only after each run, as pairs run at once; never two calls at
+	// a time.
 	Progress func(done, total int, run *report.Run)
 }
 
@@ -27,8 +29,11 @@ type Options struct {
 // thresholds, and returns the report. It stops early, marking what is
 // left as skipped, when a failing case has abort_on_fail or ctx ends
 // (Ctrl-C); the report then says why. Execute itself fails only when the
-// scenario has no runs.
+// scenario has no runs or names hosts: (a fleet runs with ExecuteFleet).
 func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*report.Report, error) {
+	if sc.Fleet != nil {
+		return nil, errNotOnePair
+	}
 	runs := sc.Runs()
 	if len(runs) == 0 {
 		return nil, ErrNoRuns
@@ -49,6 +54,7 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 			opt.Progress(i, len(runs), &out)
 		}
 		start := time.Now()
+		out.Started = start
 		res, err := target.Run(ctx, r.Spec)
 		out.Seconds = time.Since(start).Seconds()
 		switch {
@@ -67,24 +73,7 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 			out.Status = report.Errored
 			out.Error = err.Error()
 		default:
-			out.Result = res
-			out.Spec = res.Spec
-			out.Status = report.Passed
-			env := NewEnv(res, link)
-			for _, t := range r.Pass {
-				v := report.Verdict{Expr: t.Source(), Values: envValues(env, t.Names())}
-				ok, err := t.Eval(env)
-				switch {
-				case err != nil:
-					v.Error = err.Error()
-				case ok:
-					v.Passed = true
-				}
-				if !v.Passed {
-					out.Status = report.Failed
-				}
-				out.Verdicts = append(out.Verdicts, v)
-			}
+			judgeRun(&out, r, res, link)
 		}
 		if out.Status != report.Passed && out.Status != report.Skipped && r.AbortOnFail {
 			rep.Stopped = fmt.Sprintf("case %s has abort_on_fail and run %d %s", r.Case, r.Index, out.Status)
@@ -98,6 +87,30 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 	rep.Finished = time.Now()
 	rep.Tally()
 	return rep, nil
+}
+
+// judgeRun records a finished run's result on out and judges r's
+// thresholds against it: passed when every one holds. linkGbps is the
+// port's rate for link_gbps, 0 when it is not known.
+func judgeRun(out *report.Run, r Run, res *rdma.Result, linkGbps float64) {
+	out.Result = res
+	out.Spec = res.Spec
+	out.Status = report.Passed
+	env := NewEnv(res, linkGbps)
+	for _, t := range r.Pass {
+		v := report.Verdict{Expr: t.Source(), Values: envValues(env, t.Names())}
+		ok, err := t.Eval(env)
+		switch {
+		case err != nil:
+			v.Error = err.Error()
+		case ok:
+			v.Passed = true
+		}
+		if !v.Passed {
+			out.Status = report.Failed
+		}
+		out.Verdicts = append(out.Verdicts, v)
+	}
 }
 
 // envValues reads the named numbers out of env, for the report to show
@@ -149,7 +162,16 @@ func environmental(err error) bool {
 // limit, responder unreachable), 5 a run did not finish or the scenario
 // was interrupted. Errors outrank failures: a run that did not finish
 // says less about the fabric than one that did.
+//
+// A fleet run (rep.Fleet set) reads differently, as one bad host must not
+// hide what the others found: 1 when any run failed a threshold or did
+// not finish (an unreachable host's pairs included) or a suspect is
+// named, 5 when interrupted, and 4 only when no pair could run at all
+// (every run an environment error, e.g. no host answered).
 func ExitStatus(rep *report.Report) int {
+	if rep.Fleet != nil {
+		return fleetExitStatus(rep)
+	}
 	switch {
 	case rep.StopReason == report.StopEnvironment:
 		return 4

@@ -98,6 +98,9 @@ func TestExecute(t *testing.T) {
 			var got []report.Status
 			for _, r := range rep.Runs {
 				got = append(got, r.Status)
+				if ran := r.Status != report.Skipped; ran == r.Started.IsZero() {
+					t.Errorf("run %d, %s, started %v: a run that ran has its start, one skipped none", r.Index, r.Status, r.Started)
+				}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.statuses) {
 				t.Errorf("statuses %v, want %v", got, tc.statuses)

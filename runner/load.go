@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,18 +25,24 @@ import (
 const maxRuns = 10000
 
 // Load reads and checks a scenario file. overrides replace the values of
-// variables declared under vars: (from `--set NAME=VALUE`). The error, when
-// there is one, is an ErrorList.
+// variables declared under vars: (from `--set NAME=VALUE`). Beyond Parse,
+// it finds a fleet's hosts (reading a hostfile, looking a DNS name up
+// within 10 s, expanding a Slurm node list) and plans their pairs.
+// The error, when there is one, is an ErrorList.
 func Load(path string, overrides map[string]string) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := Parse(path, data, overrides)
-	if err != nil {
+	l := &loader{file: path}
+	sc := l.parse(data, overrides)
+	dir := filepath.Dir(path)
+	if len(l.errs) == 0 {
+		l.resolveFleet(dir)
+	}
+	if err := l.result(); err != nil {
 		return nil, err
 	}
-	dir := filepath.Dir(path)
 	rel := func(p *string) {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
@@ -51,21 +58,32 @@ func Load(path string, overrides map[string]string) (*Scenario, error) {
 }
 
 // Parse checks a scenario held in memory; name is what errors call the
-// file. The error, when there is one, is an ErrorList.
+// file. It touches neither the network nor other files: a fleet whose
+// hosts come from a hostfile, DNS or Slurm gets them from Load, and until
+// then has no Hosts, Pairs or Rounds. The error, when there is one, is an
+// ErrorList.
 func Parse(name string, data []byte, overrides map[string]string) (*Scenario, error) {
 	l := &loader{file: name}
 	sc := l.parse(data, overrides)
-	if len(l.errs) > 0 {
-		sort.SliceStable(l.errs, func(i, j int) bool {
-			a, b := l.errs[i], l.errs[j]
-			return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
-		})
-		if l.dropped {
-			l.errs = append(l.errs, &Error{File: name, Msg: "too many errors; fix these and check again"})
-		}
-		return nil, l.errs
+	if err := l.result(); err != nil {
+		return nil, err
 	}
 	return sc, nil
+}
+
+// result is the problems found, in file order, or nil.
+func (l *loader) result() error {
+	if len(l.errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(l.errs, func(i, j int) bool {
+		a, b := l.errs[i], l.errs[j]
+		return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
+	})
+	if l.dropped {
+		l.errs = append(l.errs, &Error{File: l.file, Msg: "too many errors; fix these and check again"})
+	}
+	return l.errs
 }
 
 type loader struct {
@@ -77,6 +95,7 @@ type loader struct {
 	// spelled, set when the values came from flags (Single), maps a key
 	// to the flag that gave it: errors name that, and have no place.
 	spelled map[string]string
+	fleet   *fleetDraft // nil unless the file gives a fleet key
 }
 
 // errorf records a problem at n (nil: no place in the file).
@@ -146,6 +165,7 @@ func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
 		}
 		l.parseTop(sc, key, p.k, p.v)
 	}
+	l.checkFleet(sc, pairs)
 	if sc.TokenFile != "" && sc.IsLoopback() {
 		l.errorf(pairs["token_file"].k, "token_file", "applies to a remote peer only; with peer: loopback both ends are in this process")
 	}
@@ -176,7 +196,7 @@ func (l *loader) syntaxError(err error) {
 	l.errs = append(l.errs, &Error{File: l.file, Msg: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 }
 
-var topKeys = []string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls", "vars", "defaults", "cases"}
+var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"vars", "defaults", "cases"})
 
 func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 	switch key {
@@ -225,6 +245,10 @@ func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 		}
 	case "tls":
 		sc.TLS = l.parseTLS(v)
+	default:
+		if slices.Contains(fleetKeys, key) {
+			l.parseFleetKey(key, k, v)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,6 +40,23 @@ func expansion(t *testing.T, sc *Scenario) []byte {
 	var b bytes.Buffer
 	b.WriteString("{\"scenario\": ")
 	b.Write(marshal(head))
+	if f := sc.Fleet; f != nil {
+		b.WriteString(",\n\"fleet\": ")
+		b.Write(marshal(map[string]any{
+			"source": f.Source.String(), "hosts": f.Hosts, "pattern": f.Pattern, "options": f.Options,
+			"parallel": f.Parallel, "confirm": f.Confirm, "lag_factor": f.LagFactor, "pairs": len(f.Pairs),
+		}))
+		// A round per line, so that a diff shows which round changed.
+		b.WriteString(",\n\"rounds\": [")
+		for i, r := range f.Rounds {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("\n")
+			b.Write(marshal(r))
+		}
+		b.WriteString("\n]")
+	}
 	b.WriteString(",\n\"runs\": [")
 	for i, r := range sc.Runs() {
 		if i > 0 {
@@ -288,7 +306,8 @@ func TestLoadMissingFile(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yaml")
 	more, _ := filepath.Glob("testdata/valid/*.yaml")
-	for _, file := range append(files, more...) {
+	fleets, _ := filepath.Glob("testdata/fleet/*.yaml")
+	for _, file := range slices.Concat(files, more, fleets) {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
@@ -297,6 +316,13 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("a: &a [*a]\ncases: [*a]\n"), "")
 	f.Add([]byte("vars: {iters: 1}\ncases:\n  - {name: x, op: write, measure: both, sizes: ${iters}}\n"), "1,2,3")
+	f.Add([]byte("vars: {iters: a}\nhosts: ${iters}\npattern: pairs\npairs: [[a, b]]\ncases: [{name: x, op: write, measure: latency}]\n"), "a,b,c")
+	f.Add([]byte("hosts: [a, {name: b, devices: [x, y]}, '[fd00::1]:1']\ndevices: x,y\npattern: rail\nparallel: 1\ncases: [{name: x, op: write, measure: bandwidth}]\n"), "")
+	f.Add([]byte("hosts: {dns: _s._tcp.example}\nconfirm: 3\nlag_factor: 1.5\ncases: [{name: x, op: read, measure: latency}]\n"), "")
+	// A fleet of a thousand hosts is a few kilobytes of input but seconds
+	// of planning; small fleets reach every rule, big ones only the cap.
+	defer func(old int64) { maxFleetPairs = old }(maxFleetPairs)
+	maxFleetPairs = 2000
 	f.Fuzz(func(t *testing.T, data []byte, iters string) {
 		sc, err := Parse("fuzz.yaml", data, map[string]string{})
 		if err != nil {
@@ -310,6 +336,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("%d errors; at most %d and the too-many line", len(list), maxErrors)
 			}
 			return
+		}
+		if err := checkFleetPlan(sc); err != nil {
+			t.Fatal(err)
 		}
 		// What loads expands to runs the engine accepts.
 		for _, r := range sc.Runs() {

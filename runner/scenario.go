@@ -17,7 +17,7 @@ type Scenario struct {
 	Device     string // a device name, or "auto"
 	Port       int    // 1-based
 	GIDIndex   int    // rdma.AutoGIDIndex: choose the RoCE v2 IPv4 GID
-	Peer       string // "loopback", or HOST[:PORT] of `rdmarun serve`; unused with Fleet
+	Peer       string // "loopback", or HOST[:PORT] of `rdmarun serve`; "" with Fleet
 	PeerDevice string // responder device; "" lets the responder (or loopback) choose
 	// TokenFile and the TLS files are as written in the scenario when it
 	// came through Parse; Load resolves relative ones against the file's
@@ -37,8 +37,9 @@ type Scenario struct {
 	runs []Run
 }
 
-// IsLoopback reports whether both ends run in this process.
-func (s *Scenario) IsLoopback() bool { return s.Peer == PeerLoopback }
+// IsLoopback reports whether both ends run in this process: never for a
+// fleet, whose ends are its hosts.
+func (s *Scenario) IsLoopback() bool { return s.Fleet == nil && s.Peer == PeerLoopback }
 
 // PeerLoopback is the peer that puts both ends in this process.
 const PeerLoopback = "loopback"

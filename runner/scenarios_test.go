@@ -6,7 +6,7 @@ import (
 )
 
 // TestShippedScenarios loads every file in scenarios/: each must be valid
-// and expand to at least one run.
+// and expand to at least one run, and a fleet's rounds must hold its pairs.
 func TestShippedScenarios(t *testing.T) {
 	files, err := filepath.Glob("../scenarios/*.yaml")
 	if err != nil {
@@ -23,6 +23,9 @@ func TestShippedScenarios(t *testing.T) {
 			}
 			if len(sc.Runs()) == 0 {
 				t.Fatal("no runs")
+			}
+			if sc.Fleet != nil {
+				checkRounds(t, sc.Fleet)
 			}
 		})
 	}

@@ -52,20 +52,14 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 	worst := exitOK
 	var reports []*report.Report
 	for i, sc := range scs {
-		target, err := at.target(sc)
+		name := files[i]
+		if name == "" {
+			name = sc.Name
+		}
+		opt := runner.Options{Tool: "rdmarun " + version, File: files[i], Progress: progress(stderr)}
+		rep, err := executeOne(ctx, sc, name, at, opt)
 		if err != nil {
 			return err
-		}
-		rep, err := runner.Execute(ctx, sc, target, runner.Options{
-			Tool: "rdmarun " + version, File: files[i], Progress: progress(stderr),
-		})
-		target.Close()
-		if err != nil {
-			name := files[i]
-			if name == "" {
-				name = sc.Name
-			}
-			return &exitError{exitInvalid, fmt.Errorf("%s: %w", name, err)}
 		}
 		reports = append(reports, rep)
 		if !out.quiet || rep.Summary.Failed+rep.Summary.Errors > 0 {
@@ -83,9 +77,36 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 		return &exitError{exitEnvironment, err}
 	}
 	if worst != exitOK {
-		return &exitError{worst, fmt.Errorf("%s", map[int]string{exitFailed: "a threshold failed", exitAborted: "a run did not finish", exitEnvironment: "the environment is unusable"}[worst])}
+		return &exitError{worst, fmt.Errorf("%s", map[int]string{exitFailed: "a threshold failed (in a fleet: or a pair did not finish, or a suspect is named)", exitAborted: "a run did not finish", exitEnvironment: "the environment is unusable"}[worst])}
 	}
 	return nil
+}
+
+// executeOne runs one scenario: a fleet through its hosts' serves, any
+// other on its target.
+func executeOne(ctx context.Context, sc *runner.Scenario, name string, at *where, opt runner.Options) (*report.Report, error) {
+	var rep *report.Report
+	if sc.Fleet != nil {
+		relay, err := at.relay(sc, name)
+		if err != nil {
+			return nil, err
+		}
+		rep, err = runner.ExecuteFleet(ctx, sc, relay, opt)
+		if err != nil {
+			return nil, &exitError{exitInvalid, fmt.Errorf("%s: %w", name, err)}
+		}
+		return rep, nil
+	}
+	target, err := at.target(sc)
+	if err != nil {
+		return nil, err
+	}
+	rep, err = runner.Execute(ctx, sc, target, opt)
+	target.Close()
+	if err != nil {
+		return nil, &exitError{exitInvalid, fmt.Errorf("%s: %w", name, err)}
+	}
+	return rep, nil
 }
 
 func worse(a, b int) int {
@@ -147,6 +168,11 @@ func progress(w io.Writer) func(int, int, *report.Run) {
 		}
 	}
 	return func(done, total int, r *report.Run) {
+		if r.Pair != nil {
+			// A fleet's pairs run at once: a line each, terminal or not.
+			fmt.Fprintf(w, "run %d/%d: %s -> %s%s: %s %s: %s (%.1f s)\n", done, total, r.Pair.A, r.Pair.B, attempt(r.Pair), r.Case, r.Label(), r.Status, r.Seconds)
+			return
+		}
 		if r.Status == "" {
 			if tty {
 				fmt.Fprintf(w, "\r\033[K[%d/%d] %s %s ...", done+1, total, r.Case, r.Label())
@@ -159,4 +185,11 @@ func progress(w io.Writer) func(int, int, *report.Run) {
 		}
 		fmt.Fprintf(w, "run %d/%d: %s %s: %s (%.1f s)\n", done, total, r.Case, r.Label(), r.Status, r.Seconds)
 	}
+}
+
+func attempt(p *report.PairRun) string {
+	if p.Attempt == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (confirmation %d)", p.Attempt)
 }

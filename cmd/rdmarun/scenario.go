@@ -83,13 +83,23 @@ func (c *scenarioCmd) validate(w io.Writer) error {
 	}
 	for i, sc := range scs {
 		n := len(sc.Runs())
-		plural := "s"
-		if n == 1 {
-			plural = ""
+		if f := sc.Fleet; f != nil {
+			fmt.Fprintf(w, "%s: scenario %s is valid: %s (%s), %s: %s in %s; %s per pair, %d in all\n", c.files[i], sc.Name,
+				count(len(f.Hosts), "host"), f.Source, f.Pattern, count(len(f.Pairs), "pair"),
+				count(len(f.Rounds), "round"), count(n, "run"), n*len(f.Pairs))
+			continue
 		}
-		fmt.Fprintf(w, "%s: scenario %s is valid: %d run%s\n", c.files[i], sc.Name, n, plural)
+		fmt.Fprintf(w, "%s: scenario %s is valid: %s\n", c.files[i], sc.Name, count(n, "run"))
 	}
 	return nil
+}
+
+// count says "1 run", "2 runs".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // run executes every scenario and writes the outputs.

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/rdmarun/rdmarun/ctrl"
@@ -67,29 +70,71 @@ func (c *where) target(sc *runner.Scenario) (runner.Target, error) {
 		}
 		return &runner.Loopback{Local: local, Peer: runner.Endpoint{Device: peerDev, Port: local.Port, GIDIndex: local.GIDIndex}, MaxMessage: sc.MaxSize()}, nil
 	}
+	token, tlsCfg, err := c.credentials(sc)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner.Remote{Addr: peer, Local: local, PeerDevice: peerDev, Token: token, TLS: tlsCfg}
+	if local.GIDIndex != rdma.AutoGIDIndex {
+		g := local.GIDIndex
+		r.PeerGID = &g
+	}
+	return r, nil
+}
+
+// credentials are the token and TLS a client presents to rdmarun serve:
+// the flags' over the scenario's.
+func (c *where) credentials(sc *runner.Scenario) (string, *tls.Config, error) {
 	tokenFile := sc.TokenFile
 	if c.tokenFile != "" {
 		tokenFile = c.tokenFile
 	}
 	token, err := readToken(tokenFile)
 	if err != nil {
-		return nil, &exitError{exitInvalid, err}
+		return "", nil, &exitError{exitInvalid, err}
 	}
-	r := &runner.Remote{Addr: peer, Local: local, PeerDevice: peerDev, Token: token}
-	if local.GIDIndex != rdma.AutoGIDIndex {
-		g := local.GIDIndex
-		r.PeerGID = &g
-	}
-	tlsCfg := sc.TLS
+	tlsFiles := sc.TLS
 	if c.tls != (ctrl.TLSConfig{}) {
-		tlsCfg = &c.tls
+		tlsFiles = &c.tls
 	}
-	if tlsCfg != nil {
-		if r.TLS, err = tlsCfg.ClientConfig(); err != nil {
-			return nil, &exitError{exitInvalid, err}
+	if tlsFiles == nil {
+		return token, nil, nil
+	}
+	cfg, err := tlsFiles.ClientConfig()
+	if err != nil {
+		return "", nil, &exitError{exitInvalid, err}
+	}
+	return token, cfg, nil
+}
+
+// relay is how a fleet scenario reaches its hosts. The flags that place
+// one pair's ends (--peer, --device, ...) have no meaning across a fleet
+// and are refused; --gid-index applies to both ends of every pair.
+func (c *where) relay(sc *runner.Scenario, file string) (runner.Relay, error) {
+	var given []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"--peer", c.peer != ""}, {"--device", c.device != ""}, {"--peer-device", c.peerDevice != ""}, {"--port", c.port != 0}} {
+		if f.set {
+			given = append(given, f.name)
 		}
 	}
-	return r, nil
+	if len(given) > 0 {
+		return runner.Relay{}, &exitError{exitInvalid, fmt.Errorf("%s: %s cannot be used with a fleet scenario (it names hosts:); list each host's devices in the file (devices:), and set the port on each host's rdmarun serve", file, strings.Join(given, ", "))}
+	}
+	if c.gidIndex != "" {
+		g, err := parseGID(c.gidIndex)
+		if err != nil {
+			return runner.Relay{}, &exitError{exitInvalid, err}
+		}
+		sc.GIDIndex = g
+	}
+	token, tlsCfg, err := c.credentials(sc)
+	if err != nil {
+		return runner.Relay{}, err
+	}
+	return runner.Relay{Token: token, TLS: tlsCfg}, nil
 }
 
 func firstActiveDevice(port int) (string, error) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rdmarun/rdmarun/dnstargets"
 	"github.com/rdmarun/rdmarun/exporter/config"
 )
 
@@ -37,10 +38,7 @@ var sources = []string{SourceStatic, SourceFile, SourceDNS}
 
 // Resolver is the part of *net.Resolver that discovery uses, so tests can
 // answer without a DNS server.
-type Resolver interface {
-	LookupHost(ctx context.Context, host string) ([]string, error)
-	LookupSRV(ctx context.Context, service, proto, name string) (string, []*net.SRV, error)
-}
+type Resolver = dnstargets.Resolver
 
 // Metrics are discovery's own series. They outlive any one Discoverer,
 // since a config reload starts a new one and a registry takes each

@@ -2,22 +2,13 @@ package discovery
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/rdmarun/rdmarun/dnstargets"
 	"github.com/rdmarun/rdmarun/exporter/config"
 )
-
-// maxHostLookups bounds the SRV hosts resolved at once, so a large SRV
-// answer does not open hundreds of sockets.
-const maxHostLookups = 8
 
 // dnsSource follows one DNS name.
 type dnsSource struct {
@@ -76,13 +67,7 @@ func (s *dnsSource) refresh(ctx context.Context) []config.Target {
 	timeout := min(s.d.lookupTimeout, s.t.Refresh)
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var ts []config.Target
-	var err error
-	if s.t.SRV() {
-		ts, err = s.lookupSRV(lctx)
-	} else {
-		ts, err = s.lookupHost(lctx)
-	}
+	ts, err := s.lookup(lctx)
 	if ctx.Err() != nil {
 		return s.last // stopping: not a failure of the name
 	}
@@ -108,112 +93,34 @@ func (s *dnsSource) refresh(ctx context.Context) []config.Target {
 	return ts
 }
 
-// lookupHost makes one target per address of an A/AAAA name, named
+// lookup makes one target per address of an A/AAAA name, named
 // name/address: the name groups them on dashboards, the address tells them
-// apart, and there are no more of them than the answer has records.
-func (s *dnsSource) lookupHost(ctx context.Context) ([]config.Target, error) {
-	addrs, err := s.d.resolver.LookupHost(ctx, s.t.Name)
-	if err != nil {
+// apart, and there are no more of them than the answer has records. An
+// SRV name makes one per record, named name/host:port after the record
+// rather than an address, so that a host that moves keeps its series.
+func (s *dnsSource) lookup(ctx context.Context) ([]config.Target, error) {
+	found, err := dnstargets.Lookup(ctx, s.d.resolver, s.t.Name, s.t.Port)
+	if found == nil {
 		return nil, err
 	}
-	port := strconv.Itoa(s.t.Port)
-	ts := make([]config.Target, 0, len(addrs))
-	for _, a := range addrs {
-		ts = append(ts, s.target(a, net.JoinHostPort(a, port)))
-	}
-	return sortUnique(ts), nil
-}
-
-// lookupSRV makes one target per SRV record, named name/host:port after
-// the record rather than an address, so that a host that moves keeps its
-// series. Its address is the host's first address, IPv4 before IPv6,
-// ordered so that it does not flip between answers.
-func (s *dnsSource) lookupSRV(ctx context.Context) ([]config.Target, error) {
-	// Empty service and proto look the name up as written.
-	_, recs, err := s.d.resolver.LookupSRV(ctx, "", "", s.t.Name)
-	if err != nil {
-		return nil, err
-	}
-	type hostPort struct {
-		host string
-		port uint16
-	}
-	var want []hostPort
-	for _, r := range recs {
-		host := strings.TrimSuffix(r.Target, ".")
-		// A target of "." says the service is not offered (RFC 2782).
-		if host == "" || r.Port == 0 {
-			continue
-		}
-		hp := hostPort{host, r.Port}
-		if !slices.Contains(want, hp) {
-			want = append(want, hp)
-		}
-	}
-
-	ts := make([]*config.Target, len(want))
-	errs := make([]error, len(want))
-	sem := make(chan struct{}, maxHostLookups)
-	var wg sync.WaitGroup
-	for i, hp := range want {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			port := strconv.Itoa(int(hp.port))
-			name := net.JoinHostPort(hp.host, port)
-			addrs, err := s.d.resolver.LookupHost(ctx, hp.host)
-			if err == nil && len(addrs) == 0 {
-				err = errors.New("no addresses")
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("SRV host %s: %w", hp.host, err)
-				return
-			}
-			t := s.target(name, net.JoinHostPort(preferred(addrs), port))
-			ts[i] = &t
-		})
-	}
-	wg.Wait()
-
-	out := make([]config.Target, 0, len(want))
-	for i, t := range ts {
-		if t != nil {
-			out = append(out, *t)
+	out := make([]config.Target, 0, len(found))
+	for _, f := range found {
+		if f.Err == nil {
+			out = append(out, s.target(f.Host, f.Addr))
 			continue
 		}
 		// A host that did not resolve this time keeps its last target,
 		// if it had one, rather than dropping out with a DNS hiccup.
-		name := s.t.Name + "/" + net.JoinHostPort(want[i].host, strconv.Itoa(int(want[i].port)))
+		name := s.t.Name + "/" + f.Host
 		if j := slices.IndexFunc(s.last, func(t config.Target) bool { return t.Name == name }); j >= 0 {
 			out = append(out, s.last[j])
 		}
 	}
-	return sortUnique(out), errors.Join(errs...)
+	return sortUnique(out), err
 }
 
 func (s *dnsSource) target(suffix, address string) config.Target {
 	return config.Target{Name: s.t.Name + "/" + suffix, Address: address, Module: s.t.Module, Device: s.t.Device, DevicePort: s.t.DevicePort}
-}
-
-// preferred picks one of a host's addresses the same way every time,
-// whatever order the answer came in.
-func preferred(addrs []string) string {
-	sorted := slices.Clone(addrs)
-	slices.SortFunc(sorted, func(a, b string) int {
-		pa, ea := netip.ParseAddr(a)
-		pb, eb := netip.ParseAddr(b)
-		switch {
-		case ea == nil && eb == nil:
-			// IPv4 sorts before IPv6.
-			return pa.Compare(pb)
-		case ea == nil:
-			return -1
-		case eb == nil:
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
-	return sorted[0]
 }
 
 func sortUnique(ts []config.Target) []config.Target {

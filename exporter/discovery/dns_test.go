@@ -194,22 +194,6 @@ func TestDNSRefresh(t *testing.T) {
 	}
 }
 
-func TestPreferred(t *testing.T) {
-	for _, tc := range []struct {
-		in   []string
-		want string
-	}{
-		{[]string{"10.0.0.2"}, "10.0.0.2"},
-		{[]string{"fd00::1", "10.0.0.9", "10.0.0.10"}, "10.0.0.9"},
-		{[]string{"fd00::2", "fd00::1"}, "fd00::1"},
-		{[]string{"not-an-ip", "fd00::1"}, "fd00::1"},
-	} {
-		if got := preferred(tc.in); got != tc.want {
-			t.Errorf("preferred(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // TestDNSRun follows a name through Run: changes show, a failure keeps the
 // last answer, and Run stops even while a lookup hangs.
 func TestDNSRun(t *testing.T) {

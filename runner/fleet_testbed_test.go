@@ -1,0 +1,332 @@
+//go:build testbed
+
+// Fleet runs in the soft-RoCE VM with four hosts (TESTBED_HOSTS=4; make
+// testbed-test gives these tests a VM of their own): one real `rdmarun
+// serve` (RDMARUN_BIN) per host of testdata/coordinator/vm-acceptance.yaml,
+// host i on rxe<i> listening on 10.0.0.<i+1>:18520, and `rdmarun FILE` the
+// coordinator, running no RDMA. testbed/fault.sh breaks a host or a path;
+// the suspects must name it.
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmarun/rdmarun/fleet"
+	"github.com/rdmarun/rdmarun/runner/report"
+)
+
+const (
+	fleetHosts = 4
+	fleetToken = "fleet-acceptance-token"
+	fleetFile  = "testdata/coordinator/vm-acceptance.yaml"
+)
+
+// serveProc is one host's rdmarun serve.
+type serveProc struct {
+	cmd *exec.Cmd
+	log string
+}
+
+func (s *serveProc) output() string {
+	b, _ := os.ReadFile(s.log)
+	return string(b)
+}
+
+// startFleet starts a serve on every host but those in down, as the
+// scenario lists them, waits until each listens, and returns the fleet's
+// token file.
+func startFleet(t *testing.T, down ...int) string {
+	t.Helper()
+	if os.Getenv("TESTBED_HOSTS") != fmt.Sprint(fleetHosts) {
+		t.Fatalf("TESTBED_HOSTS is %q; these tests need %d hosts (make testbed-test runs them so)", os.Getenv("TESTBED_HOSTS"), fleetHosts)
+	}
+	bin := benchBin(t)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(fleetToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := Load(fleetFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := sc.Fleet.Hosts
+	if len(hosts) != fleetHosts {
+		t.Fatalf("%s lists %d hosts, want %d", fleetFile, len(hosts), fleetHosts)
+	}
+	procs := make([]*serveProc, fleetHosts)
+	for i := range hosts {
+		if slices.Contains(down, i) {
+			continue
+		}
+		p := &serveProc{log: filepath.Join(dir, fmt.Sprintf("serve%d.log", i))}
+		logf, err := os.Create(p.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.cmd = exec.Command(bin, "serve", "--device", hosts[i].Devices[0], "--listen", hosts[i].Addr,
+			"--token-file", tokenFile, "--log-level", "debug")
+		p.cmd.Stdout, p.cmd.Stderr = logf, logf
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		logf.Close()
+		procs[i] = p
+		t.Cleanup(func() { stopServe(t, p) })
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for i, p := range procs {
+		for p != nil {
+			c, err := net.DialTimeout("tcp", hosts[i].Addr, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serve of host %d did not listen on %s: %v\n%s", i, hosts[i].Addr, err, p.output())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return tokenFile
+}
+
+func stopServe(t *testing.T, p *serveProc) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+		t.Errorf("rdmarun serve did not stop on SIGINT within 15 s\n%s", p.output())
+	}
+	if t.Failed() {
+		t.Logf("%s:\n%s", strings.Join(p.cmd.Args, " "), p.output())
+	}
+}
+
+// fault runs testbed/fault.sh; the test's end clears every fault.
+func fault(t *testing.T, args ...string) {
+	t.Helper()
+	script, err := filepath.Abs("../testbed/fault.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(script, args...).CombinedOutput(); err != nil {
+		t.Fatalf("fault.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command(script, "clear").CombinedOutput(); err != nil {
+			t.Errorf("fault.sh clear: %v\n%s", err, out)
+		}
+	})
+}
+
+// runFleetCLI runs the acceptance scenario through its serves the way a
+// person does, `rdmarun FILE` writing every output, and returns the exit
+// code and the JSON report read back.
+func runFleetCLI(t *testing.T, tokenFile string, args ...string) (int, *report.Report) {
+	t.Helper()
+	dir := t.TempDir()
+	out := func(name string) string { return filepath.Join(dir, name) }
+	cmd := exec.Command(benchBin(t), append([]string{fleetFile, "--token-file", tokenFile,
+		"--json", out("fleet.json"), "--junit", out("fleet.junit.xml"), "--html", out("fleet.html")}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	t.Logf("rdmarun %s: exit %d\n%s\n%s", fleetFile, code, stderr.String(), stdout.String())
+	b, err := os.ReadFile(out("fleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &report.Report{}
+	if err := json.Unmarshal(b, rep); err != nil || rep.Fleet == nil {
+		t.Fatalf("the JSON report: %v, fleet %v", err, rep.Fleet)
+	}
+	var suites struct {
+		Tests int `xml:"tests,attr"`
+	}
+	b, _ = os.ReadFile(out("fleet.junit.xml"))
+	if err := xml.Unmarshal(b, &suites); err != nil || suites.Tests != len(rep.Runs) {
+		t.Errorf("JUnit: %v, %d tests for %d runs", err, suites.Tests, len(rep.Runs))
+	}
+	if html, err := os.ReadFile(out("fleet.html")); err != nil || !bytes.Contains(html, []byte("</html>")) {
+		t.Errorf("HTML: %v, %d bytes", err, len(html))
+	}
+	logSuspects(t, rep)
+	return code, rep
+}
+
+func logSuspects(t *testing.T, rep *report.Report) {
+	t.Helper()
+	if len(rep.Fleet.Suspects) == 0 {
+		t.Logf("suspects: none")
+	}
+	for i, s := range rep.Fleet.Suspects {
+		t.Logf("suspect %d: %s %s, score %g\n    %s", i+1, s.Kind, s.Name, s.Score, strings.Join(s.Evidence, "\n    "))
+	}
+}
+
+func involves(r report.Run, host int) bool {
+	return r.Pair.Pair.A.Host == host || r.Pair.Pair.B.Host == host
+}
+
+// TestFleetVMAllPairs: four healthy hosts, all-pairs, run by `rdmarun
+// FILE`: 3 rounds of 2 pairs at once, no NIC in two runs at once and the
+// rounds apart (from the JSON's timestamps), every run passing on the
+// hosts' own devices, no suspect, exit 0, and the outputs written.
+//
+// A healthy pair's p99 here was once 85x the fleet median (one stall of
+// the emulated VM in 100 samples): confirm: 1 in the file re-runs such a
+// pair, as it would a flaky one on a real fabric, and only the
+// schedule's own rounds (attempt 0) are timed.
+func TestFleetVMAllPairs(t *testing.T) {
+	code, rep := runFleetCLI(t, startFleet(t))
+	checkSchedule(t, rep)
+	var wall time.Duration
+	scheduled := 0
+	for _, r := range rep.Fleet.Rounds {
+		if r.Attempt != 0 {
+			t.Logf("confirmation round %d: %v", r.Index, r.Pairs)
+			continue
+		}
+		scheduled++
+		wall += r.Finished.Sub(r.Started)
+		if len(r.Pairs) != fleetHosts/2 {
+			t.Errorf("round %d has %d pairs, want %d", r.Index, len(r.Pairs), fleetHosts/2)
+		}
+		t.Logf("round %d: %v (%d pairs)", r.Index, r.Finished.Sub(r.Started).Round(time.Millisecond), len(r.Pairs))
+	}
+	if scheduled != fleetHosts-1 {
+		t.Errorf("%d rounds, want %d", scheduled, fleetHosts-1)
+	}
+	if rep.Summary.Passed != rep.Summary.Runs || rep.Summary.Runs < 12 {
+		t.Errorf("summary %+v, want every run passed, at least 12", rep.Summary)
+	}
+	if code != 0 {
+		t.Errorf("exit %d, want 0 (a healthy fleet names no suspect)", code)
+	}
+	serial, runs := 0.0, 0
+	for _, r := range rep.Runs {
+		if r.Status == report.Passed && (r.Result == nil || r.Result.Requester.Device != fmt.Sprintf("rxe%d", r.Pair.Pair.A.Host) ||
+			r.Result.Responder.Device != fmt.Sprintf("rxe%d", r.Pair.Pair.B.Host)) {
+			t.Errorf("%s run %d ran on the wrong devices: %+v", pairOf(r), r.Index, r.Result)
+		}
+		if r.Pair.Attempt == 0 {
+			serial += r.Seconds
+			runs++
+		}
+	}
+	if runs != 12 {
+		t.Errorf("%d runs scheduled, want 12", runs)
+	}
+	t.Logf("4-host all-pairs: the 3 rounds took %.2f s (wall); the sum of their %d runs' times (serial) %.2f s; serial/wall %.2f; whole run with confirmation %.2f s",
+		wall.Seconds(), runs, serial, serial/wall.Seconds(), rep.Finished.Sub(rep.Started).Seconds())
+	for _, m := range rep.Fleet.Matrices {
+		t.Logf("%s: fleet median %.3g", m.Metric, m.Median)
+	}
+}
+
+// TestFleetVMHostDown: host 3's link down makes host 3 the top suspect,
+// and every pair without it passes.
+func TestFleetVMHostDown(t *testing.T) {
+	tokenFile := startFleet(t)
+	fault(t, "host-down", "3")
+	code, rep := runFleetCLI(t, tokenFile)
+	for _, r := range rep.Runs {
+		if !involves(r, 3) && r.Status != report.Passed {
+			t.Errorf("%s run %d: %s %s, want passed", pairOf(r), r.Index, r.Status, r.Error)
+		}
+	}
+	if s := rep.Fleet.Suspects; len(s) == 0 || s[0].Kind != fleet.SuspectHost || s[0].Name != "h3" {
+		t.Errorf("suspects %+v, want host h3 first", s)
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+}
+
+// TestFleetVMPathLoss: 100% loss between hosts 0 and 1 only makes that
+// link the top suspect, blames neither host, and the other pairs pass.
+func TestFleetVMPathLoss(t *testing.T) {
+	tokenFile := startFleet(t)
+	fault(t, "path-loss", "0", "1", "100", "both")
+	checkPathSuspect(t, tokenFile)
+}
+
+// TestFleetVMPathDelay: 20 ms each way between hosts 0 and 1 fails no
+// threshold, but the pair lags the fleet median: the link is the top
+// suspect and neither host is blamed.
+func TestFleetVMPathDelay(t *testing.T) {
+	tokenFile := startFleet(t)
+	fault(t, "path-delay", "0", "1", "20", "both")
+	checkPathSuspect(t, tokenFile)
+}
+
+func checkPathSuspect(t *testing.T, tokenFile string) {
+	t.Helper()
+	code, rep := runFleetCLI(t, tokenFile)
+	for _, r := range rep.Runs {
+		if !(involves(r, 0) && involves(r, 1)) && r.Status != report.Passed {
+			t.Errorf("%s run %d: %s %s, want passed", pairOf(r), r.Index, r.Status, r.Error)
+		}
+	}
+	s := rep.Fleet.Suspects
+	if len(s) == 0 || s[0].Kind != fleet.SuspectLink || s[0].Name != "h0 <-> h1" {
+		t.Errorf("suspects %+v, want the link h0 <-> h1 first", s)
+	}
+	for _, x := range s {
+		if x.Kind == fleet.SuspectHost && (x.Name == "h0" || x.Name == "h1") {
+			t.Errorf("host %s blamed for its path", x.Name)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+}
+
+// TestFleetVMServeDown: host 2 runs no serve: its pairs are environment
+// errors, the others pass, host 2 is the suspect, and the run exits 1
+// (not 4: the other pairs ran).
+func TestFleetVMServeDown(t *testing.T) {
+	code, rep := runFleetCLI(t, startFleet(t, 2))
+	for _, r := range rep.Runs {
+		switch {
+		case involves(r, 2) && (r.Status != report.Errored || !strings.HasPrefix(r.Error, "environment")):
+			t.Errorf("%s run %d: %s %q, want an environment error", pairOf(r), r.Index, r.Status, r.Error)
+		case !involves(r, 2) && r.Status != report.Passed:
+			t.Errorf("%s run %d: %s %s, want passed", pairOf(r), r.Index, r.Status, r.Error)
+		}
+	}
+	if s := rep.Fleet.Suspects; len(s) == 0 || s[0].Kind != fleet.SuspectHost || s[0].Name != "h2" {
+		t.Errorf("suspects %+v, want host h2 first", s)
+	}
+	if code != 1 || rep.StopReason != "" {
+		t.Errorf("exit %d, stop reason %q; want 1 and none", code, rep.StopReason)
+	}
+}
