@@ -48,6 +48,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{[]string{"fleetJob.results.emptyDir.medium=Memory", "fleetJob.results.hostPath.path=/x"}, "/fleetJob/results", false},
 		{[]string{"fleetJob.enabled=true"}, "token.existingSecret", true},
 		{[]string{"token.value=x", "fleetJob.enabled=true", "fleetJob.pattern=ring", "fleetJob.bothDirections=true"}, "fleetJob.bothDirections", true},
+		{[]string{"fleetJob.pattern=rail"}, "fleetJob.devices", true},
 	} {
 		t.Run(strings.Join(c.set, ","), func(t *testing.T) {
 			var args []string
