@@ -180,14 +180,16 @@ HELM_VALIDATE := packaging/validate
 # helm lint --strict, strict decoding of every render for two Kubernetes
 # versions, the DaemonSet's security settings, the values schema, rules
 # and dashboards equal to their sources, the dashboards through the
-# Grafana SDK, the rendered config through --config.check, and the plain
-# manifests equal to a fresh render.
+# Grafana SDK, the rendered config through --config.check, the fleet
+# Job's scenario through rdmarun validate, and the plain manifests equal
+# to a fresh render.
 # helm is built here, not inside the test, so a cold build (minutes) does
 # not count against the test's timeout.
-helm-test: $(TESTBIN)/rdmarun_exporter
+helm-test: $(TESTBIN)/rdmarun_exporter $(TESTBIN)/rdmarun
 	cd $(HELM_VALIDATE) && $(GO) vet ./...
 	helm=$$($(GO) -C tools tool -n helm) && cd $(HELM_VALIDATE) && \
-		HELM=$$helm RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter $(GO) test -count=1 -timeout 15m ./...
+		HELM=$$helm RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter \
+		RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun $(GO) test -count=1 -timeout 15m ./...
 
 # After a change to prometheus/rules or dashboards: the chart's copies
 # (a chart cannot read files outside its directory), then the manifests.

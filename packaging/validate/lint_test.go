@@ -42,6 +42,13 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{[]string{"config.peerModule=nosuch"}, "config.peerModule", true},
 		{[]string{"serviceMonitor.enabled=true", "podMonitor.enabled=true"}, "podMonitor.enabled", true},
 		{[]string{"token.existingSecret=a", "token.value=b"}, "token.existingSecret", true},
+		{[]string{"fleetJob.pattern=pairs"}, "/fleetJob/pattern", false},
+		{[]string{"fleetJob.schedule=daily"}, "/fleetJob/schedule", false},
+		{[]string{"fleetJob.confirm=-1"}, "/fleetJob/confirm", false},
+		{[]string{"fleetJob.results.emptyDir.medium=Memory", "fleetJob.results.hostPath.path=/x"}, "/fleetJob/results", false},
+		{[]string{"fleetJob.enabled=true"}, "token.existingSecret", true},
+		{[]string{"token.value=x", "fleetJob.enabled=true", "fleetJob.pattern=ring", "fleetJob.bothDirections=true"}, "fleetJob.bothDirections", true},
+		{[]string{"fleetJob.pattern=rail"}, "fleetJob.devices", true},
 	} {
 		t.Run(strings.Join(c.set, ","), func(t *testing.T) {
 			var args []string

@@ -5,6 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 var update = flag.Bool("update", false, "write packaging/kubernetes/*.yaml from the chart instead of comparing")
@@ -12,13 +17,18 @@ var update = flag.Bool("update", false, "write packaging/kubernetes/*.yaml from 
 // The plain manifests for `kubectl apply`: the chart rendered with the
 // values below. They use the Secret rdmarun-token, which the user makes
 // (packaging/kubernetes/README.md), so the responder is on.
+// rdmarun-fleet-job.yaml is the fleet Job and its scenario alone, to apply
+// beside either of the others.
 var manifests = []struct {
-	file string
-	args []string
+	file      string
+	args      []string
+	fleetOnly bool
 }{
-	{"rdmarun.yaml", []string{"--set", "token.existingSecret=rdmarun-token"}},
+	{"rdmarun.yaml", []string{"--set", "token.existingSecret=rdmarun-token"}, false},
 	{"rdmarun-privileged.yaml", []string{"--set", "token.existingSecret=rdmarun-token",
-		"--set", "rdma.privileged=true", "--set", "rdma.resourceName="}},
+		"--set", "rdma.privileged=true", "--set", "rdma.resourceName="}, false},
+	{"rdmarun-fleet-job.yaml", []string{"--set", "token.existingSecret=rdmarun-token", "--set", "fleetJob.enabled=true",
+		"--show-only", "templates/fleet-configmap.yaml", "--show-only", "templates/fleet-job.yaml"}, true},
 }
 
 const manifestHeader = "# Generated from packaging/helm/rdmarun by `make helm-manifests`; do not edit.\n" +
@@ -46,9 +56,28 @@ func TestManifestsMatchChart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if m.fleetOnly {
+				checkFleetManifest(t, objs)
+				return
+			}
 			for _, msg := range daemonSetProblems(onlyDaemonSet(t, objs)) {
 				t.Error(msg)
 			}
 		})
+	}
+}
+
+// checkFleetManifest: the fleet file holds the Job and its scenario only,
+// and they are the ones the whole chart renders with the same values, so
+// the checks of TestFleetJob and TestFleetScenario hold for them.
+func checkFleetManifest(t *testing.T, objs []runtime.Object) {
+	t.Helper()
+	whole := renderFleet(t, fleetJobCase, kubeVersions[len(kubeVersions)-1])
+	jobs, cms := findObjects[*batchv1.Job](objs), findObjects[*corev1.ConfigMap](objs)
+	if len(objs) != 2 || len(jobs) != 1 || len(cms) != 1 {
+		t.Fatalf("want the fleet Job and its ConfigMap only, got %v", kindsOf(objs))
+	}
+	if !equality.Semantic.DeepEqual(jobs[0].Spec, whole.job) || !equality.Semantic.DeepEqual(cms[0].Data, whole.scenario.Data) {
+		t.Error("the fleet Job or scenario differs from the chart's with the same values")
 	}
 }

@@ -61,3 +61,40 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Where the exporter finds its configuration and token. */}}
 {{- define "rdmarun.configDir" -}}/etc/rdmarun{{- end }}
+
+{{/*
+The fleet run's objects. A CronJob name may have 52 characters (its Jobs
+get 11 more); a Job's is its pods' job-name label, so 63, and carries the
+release revision: a Job's pod template cannot change, so each install or
+upgrade makes a new Job instead of patching the last one.
+*/}}
+{{- define "rdmarun.fleetName" -}}
+{{- printf "%s-fleet" (include "rdmarun.fullname" . | trunc 46 | trimSuffix "-") }}
+{{- end }}
+
+{{- define "rdmarun.fleetJobName" -}}
+{{- printf "%s-%d" (include "rdmarun.fleetName" . | trunc 52 | trimSuffix "-") (int .Release.Revision) }}
+{{- end }}
+
+{{/*
+The fleet Job's pods must not carry the DaemonSet's selector labels: the
+headless Service would list the coordinator as a host, and the DaemonSet
+would claim its pods.
+*/}}
+{{- define "rdmarun.fleetSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-fleet" (include "rdmarun.name" . | trunc 57 | trimSuffix "-") }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: fleet
+{{- end }}
+
+{{- define "rdmarun.fleetLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "rdmarun.fleetSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The headless Service's A/AAAA name: every exporter node's address. */}}
+{{- define "rdmarun.peersFQDN" -}}
+{{- printf "%s.%s.svc.%s" (include "rdmarun.peersService" .) .Release.Namespace .Values.clusterDomain }}
+{{- end }}
