@@ -15,6 +15,7 @@
 #
 # Exit status: 0 when the job ran the fleet and its JSON says every pair
 # passed; 1 when a check failed; 125 when the cluster could not start.
+# shellcheck disable=SC2016 # $n in the checks below is jq's
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -136,7 +137,7 @@ sinfo -N
 "$rdmarun" token "$D/token" || broken "rdmarun token failed"
 map=
 for ((i = 0; i < hosts; i++)); do map+="${map:+,}node$i=rxe$i"; done
-export RDMARUN=${SLURM_TEST_RDMARUN:-$rdmarun} RDMARUN_TOKEN_FILE=$D/token RDMARUN_DEVICE_MAP=$map \
+export RDMARUN=$rdmarun RDMARUN_TOKEN_FILE=$D/token RDMARUN_DEVICE_MAP=$map \
     RDMARUN_SCENARIO=$REPO/examples/slurm/fleet.yaml RDMARUN_OUT=$D/job/out \
     RDMARUN_ARGS="$*" RDMARUN_SERVE_ARGS="--log-level info"
 
@@ -154,3 +155,29 @@ echo "---"
 for f in "$D"/job/out/serve-*.log; do echo "--- $(basename "$f")"; cat "$f"; done
 mkdir -p "$TESTBED_RUN_DIR/export" && cp -r "$D/job/out" "$TESTBED_RUN_DIR/export/"
 [ "$job_status" -eq 0 ] || failed "the job exited with status $job_status, want 0"
+
+# The job's report: the fleet is the job's nodes, all-pairs ran every
+# pair once in N-1 rounds (N even; no confirmation rounds when all pass),
+# every run passed, and the other outputs were written.
+json=$D/job/out/fleet.json
+[ -s "$json" ] || failed "the job wrote no $json"
+for f in fleet.junit.xml fleet.html; do
+    [ -s "$D/job/out/$f" ] || failed "the job wrote no $f"
+done
+check() { # check WHAT JQ_EXPR: the expression must yield true
+    jq -e --argjson n "$hosts" "$2" "$json" >/dev/null || failed "fleet.json: $1 (jq: $2)"
+}
+check "hosts from the Slurm node list" '.fleet.source | startswith("slurm")'
+check "the job's $hosts nodes are the fleet" \
+    '[.fleet.hosts[].name] == [range($n) | "node\(.)"]'
+check "all-pairs" '.fleet.pattern == "all-pairs"'
+check "every run belongs to a pair" '.runs | length > 0 and all(.pair != null)'
+check "every pair of nodes ran, once" \
+    '[.runs[] | select(.pair.attempt == 0) | [.pair.a, .pair.b] | sort | join(" ")] | unique | length == $n * ($n - 1) / 2'
+check "every pair ran the same runs" \
+    '[.runs[] | select(.pair.attempt == 0) | [.pair.a, .pair.b] | sort | join(" ")] | group_by(.) | map(length) | unique | length == 1'
+check "N-1 rounds" '.fleet.rounds | length == (if $n % 2 == 0 then $n - 1 else $n end)'
+check "every run passed" 'all(.runs[]; .status == "passed")'
+check "summary: none failed" '.summary.failed == 0 and .summary.errors == 0 and .summary.passed == (.runs | length)'
+check "no suspects" '(.fleet.suspects // []) | length == 0'
+say "PASS: job $job ran the fleet over $hosts Slurm nodes: $(jq -r '"\(.runs | length) runs over \(.fleet.rounds | length) rounds, \(.summary.passed) passed"' "$json"); $(now) in the VM"
