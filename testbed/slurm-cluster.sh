@@ -141,14 +141,44 @@ export RDMARUN=$rdmarun RDMARUN_TOKEN_FILE=$D/token RDMARUN_DEVICE_MAP=$map \
     RDMARUN_SCENARIO=$REPO/examples/slurm/fleet.yaml RDMARUN_OUT=$D/job/out \
     RDMARUN_ARGS="$*" RDMARUN_SERVE_ARGS="--log-level info"
 
-say "sbatch -N $hosts examples/slurm/fleet.sbatch (RDMARUN_ARGS: $RDMARUN_ARGS)"
+# run_job LIMIT [SBATCH ARGS...]: submit fleet.sbatch and wait for it to
+# end (sbatch --wait polls at up to 10 s intervals; this polls at 0.5 s).
+# Sets job (its id) and job_status (its exit code).
+run_job() {
+    local limit=$1 state end
+    shift
+    job=$(sbatch --parsable "$@" "$REPO/examples/slurm/fleet.sbatch") || broken "sbatch refused the job"
+    end=$((SECONDS + limit))
+    while :; do
+        state=$(scontrol show job -o "$job") || broken "scontrol show job $job failed"
+        case $state in
+            *JobState=PENDING* | *JobState=RUNNING* | *JobState=CONFIGURING* | *JobState=COMPLETING*) ;;
+            *) break ;;
+        esac
+        if [ "$SECONDS" -ge "$end" ]; then
+            scancel "$job"
+            failed "job $job did not end within $limit s: $(grep -o 'JobState=[^ ]*' <<<"$state")"
+        fi
+        sleep 0.5
+    done
+    [[ $state =~ ExitCode=([0-9]+):([0-9]+) ]] || broken "no ExitCode in: $state"
+    job_status=${BASH_REMATCH[1]}
+    [ "${BASH_REMATCH[2]}" = 0 ] || job_status=$((128 + BASH_REMATCH[2]))
+}
 cd "$D/job" || broken "cd $D/job"
+
+# A setting the job cannot use stops it before any step, naming the fix.
 t_job=$SECONDS
-job_status=0
-timeout 400 sbatch --wait --parsable -N "$hosts" "$REPO/examples/slurm/fleet.sbatch" >"$D/job/id" ||
-    job_status=$?
-read -r job <"$D/job/id"
-say "job ${job:-?} ended with status $job_status after $((SECONDS - t_job)) s"
+RDMARUN_TOKEN_FILE=$D/no-such-token run_job 60 -N "$hosts"
+if [ "$job_status" -ne 3 ] || ! grep -q "RDMARUN_TOKEN_FILE" "rdmarun-fleet-$job.out"; then
+    failed "a job with a missing token file: status $job_status (want 3), output: $(cat "rdmarun-fleet-$job.out")"
+fi
+say "a job with a missing token file: status 3 after $((SECONDS - t_job)) s, naming RDMARUN_TOKEN_FILE"
+
+say "sbatch -N $hosts examples/slurm/fleet.sbatch (RDMARUN_ARGS: $RDMARUN_ARGS)"
+t_job=$SECONDS
+run_job 400 -N "$hosts"
+say "job $job ended with status $job_status after $((SECONDS - t_job)) s"
 echo "--- job output"
 cat "$D/job/rdmarun-fleet-$job.out"
 echo "---"
