@@ -80,7 +80,7 @@ func Suspects(hosts []Host, outcomes []Outcome, lagFactor float64) ([]Suspect, e
 		}
 		if v.status != StatusOK {
 			p.bad++
-			p.evidence = append(p.evidence, describe(hosts, rail, v, j.medians[v.metric]))
+			p.evidence = append(p.evidence, describe(hosts, rail, v, j.medians[v.metric], j.higher[v.metric]))
 		}
 	}
 
@@ -253,7 +253,10 @@ func railMode(verdicts []verdict) bool {
 	return false
 }
 
-func describe(hosts []Host, rail bool, v verdict, median float64) string {
+// describe says what one bad verdict shows, in the units people read: a
+// metric where higher is better is a bandwidth in bytes/s, shown in Gb/s
+// (10^9 bit/s); any other is a latency in seconds, shown in microseconds.
+func describe(hosts []Host, rail bool, v verdict, median float64, higherIsBetter bool) string {
 	pair := nicName(hosts, v.pair.A, rail) + " -> " + nicName(hosts, v.pair.B, rail)
 	runs := ""
 	if v.runs > 1 {
@@ -265,5 +268,8 @@ func describe(hosts []Host, rail bool, v verdict, median float64) string {
 	case StatusFail:
 		return fmt.Sprintf("%s %s: failed%s", pair, v.metric, runs)
 	}
-	return fmt.Sprintf("%s %s: %.3g, %.1fx worse than the fleet median %.3g%s", pair, v.metric, v.value, v.ratio, median, runs)
+	if higherIsBetter {
+		return fmt.Sprintf("%s %s: %.3f Gb/s, %.1fx worse than the fleet median %.3f Gb/s%s", pair, v.metric, v.value*8/1e9, v.ratio, median*8/1e9, runs)
+	}
+	return fmt.Sprintf("%s %s: %.1f us, %.1fx worse than the fleet median %.1f us%s", pair, v.metric, v.value*1e6, v.ratio, median*1e6, runs)
 }

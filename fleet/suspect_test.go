@@ -166,7 +166,7 @@ func TestSuspectEvidence(t *testing.T) {
 	}
 	// Bests per host: h0 10.2us, h1 10.2, h2 10.0, h3 10.0; median 10.1us.
 	want := []Suspect{{Kind: SuspectLink, Name: "h1 <-> h2", Score: 1, Evidence: []string{
-		"h1 -> h2 write-latency p99: 0.02, 1980.2x worse than the fleet median 1.01e-05"}}}
+		"h1 -> h2 write-latency p99: 20000.0 us, 1980.2x worse than the fleet median 10.1 us"}}}
 	a, _ := json.Marshal(got)
 	b, _ := json.Marshal(want)
 	if string(a) != string(b) {
@@ -220,6 +220,10 @@ func TestSuspectsBandwidth(t *testing.T) {
 	}
 	if s, want := suspectString(got), "host h3 (8)"; s != want {
 		t.Errorf("suspects %s, want %s", s, want)
+	}
+	// 12e9 bytes/s is 96 Gb/s.
+	if want := "h0 -> h3 write-bw: 24.000 Gb/s, 4.0x worse than the fleet median 96.000 Gb/s"; len(got) == 0 || !slices.Contains(got[0].Evidence, want) {
+		t.Errorf("evidence %+v lacks %q", got, want)
 	}
 	// 3x is inside a lag factor of 5.
 	got, err = Suspects(hosts, outcomes, 5)

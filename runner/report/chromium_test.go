@@ -64,3 +64,54 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	t.Logf("screenshot saved to %s", shot)
 }
+
+// TestFleetHTMLInChromium renders a fleet report: the heat maps must come
+// through the browser's parser whole, a cell per host pair and metric
+// with its status, beside the suspects table and the runs' tables.
+func TestFleetHTMLInChromium(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "fleet.html")
+	var b bytes.Buffer
+	if err := HTML(&b, fleetFixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom, logs := chromium(t, "--dump-dom", "file://"+page)
+	for _, bad := range []string{"Uncaught", "SyntaxError", "TypeError", "ReferenceError"} {
+		if strings.Contains(logs, bad) {
+			t.Errorf("page error (%s) in Chromium's log:\n%s", bad, logs)
+		}
+	}
+	if n := strings.Count(dom, `<svg class="heatmap"`); n != 3 {
+		t.Errorf("the rendered page has %d heat maps, want 3", n)
+	}
+	// 3 metrics x 4 x 4 host pairs; the statuses as fleetFixture makes them.
+	if n := strings.Count(dom, `<g class="cell `); n != 48 {
+		t.Errorf("the rendered page has %d heat map cells, want 48", n)
+	}
+	for status, want := range map[string]int{"lag": 6, "fail": 2, "env": 3} {
+		if n := strings.Count(dom, `<g class="cell `+status+`"`); n != want {
+			t.Errorf("the rendered page has %d %s cells, want %d", n, status, want)
+		}
+	}
+	if n := strings.Count(dom, "<tr><td>"); n < 2+12 {
+		t.Errorf("the rendered page has %d table rows, want the 2 suspects and the 12 runs", n)
+	}
+	if !strings.Contains(dom, `<table class="suspects">`) || !strings.Contains(dom, "node1 &lt;-&gt; node2") {
+		t.Error("the rendered page lacks the suspects table or its link suspect")
+	}
+	if n := strings.Count(dom, `class="chart"`); n != 0 {
+		t.Errorf("the rendered fleet page has %d charts against message size, want none", n)
+	}
+	shot := filepath.Join(os.TempDir(), "rdmarun-fleet-screenshot.png")
+	if out := os.Getenv("FLEET_SCREENSHOT"); out != "" {
+		shot = out
+	}
+	chromium(t, "--screenshot="+shot, "--window-size=1400,1800", "file://"+page)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 20000 {
+		t.Fatalf("screenshot %s: %v (size %v)", shot, err, st)
+	}
+	t.Logf("screenshot saved to %s", shot)
+}

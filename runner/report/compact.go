@@ -14,8 +14,12 @@ import (
 // users read one: what ran and where in a sentence, then every latency
 // percentile or every bandwidth direction per size, then the verdicts
 // that failed and a summary. Text's table, which fits any scenario, has
-// no room for all of that.
+// no room for all of that. A fleet report gets Text's matrices and
+// suspects, without its table of every pair's runs.
 func Compact(w io.Writer, r *Report) error {
+	if r.Fleet != nil {
+		return fleetText(w, r, false)
+	}
 	var lat, bw []Run
 	for _, run := range r.Runs {
 		if run.Spec.Measure == rdma.MeasureBandwidth {

@@ -14,11 +14,21 @@ import (
 // HTML writes a self-contained page: styles and charts inline (SVG drawn
 // here, no scripts, no fetches), so it opens from a CI artifact store or
 // an air-gapped host. Per case: latency percentiles and bandwidth against
-// message size, one line per QP count and mode, and the verdicts.
+// message size, one line per QP count and mode, and the verdicts. A
+// fleet report has a heat map per metric and the suspects first, and its
+// tables name each run's pair; it has no charts against message size,
+// whose lines would mix every pair's runs.
 func HTML(w io.Writer, r *Report) error {
 	page := htmlPage{R: r}
+	if r.Fleet != nil {
+		page.Fleet = fleetHTML(r)
+	}
 	for _, c := range r.Cases() {
 		hc := htmlCase{Name: c.Name, Runs: c.Runs}
+		if r.Fleet != nil {
+			page.Cases = append(page.Cases, hc)
+			continue
+		}
 		hc.Latency = chart("RTT latency (us) vs message size", c.Runs, func(run Run) []series {
 			if run.Result == nil || run.Result.Latency == nil {
 				return nil
@@ -43,6 +53,7 @@ func HTML(w io.Writer, r *Report) error {
 
 type htmlPage struct {
 	R     *Report
+	Fleet template.HTML // the heat maps and suspects of a fleet report
 	Cases []htmlCase
 }
 
@@ -131,6 +142,7 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"size": func(n int) string { return units.FormatBytes(uint64(n)) },
 	"us":   func(ns float64) string { return units.Micros(ns) },
 	"vals": valuesText,
+	"pair": pairText,
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>rdmarun: {{.R.Scenario}}</title>
 <style>
@@ -138,7 +150,9 @@ body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f4f4f4}.passed{color:#176617}.failed,.error{color:#b00020;font-weight:bold}.skipped{color:#777}
 svg.chart{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.axis{stroke:#444}.tick{font-size:11px;fill:#444}
-.title{font-size:13px;font-weight:bold}.legend{font-size:11px}
+.title{font-size:13px;font-weight:bold}.legend{font-size:11px}{{if .R.Fleet}}
+svg.heatmap{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.heatmap .val{font-size:12px;text-anchor:middle}
+.heatmap .mark{font-size:10px;font-weight:bold;text-anchor:middle}table.suspects td{vertical-align:top}{{end}}
 </style></head><body>
 <h1>rdmarun scenario {{.R.Scenario}}</h1>
 <p>{{.R.File}} &middot; peer {{.R.Peer}} &middot; {{.R.Tool}} &middot; started {{.R.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}</p>
@@ -146,10 +160,10 @@ svg.chart{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.axis{stroke:#444}.tick
 <span class="failed">{{.R.Summary.Failed}} failed</span>, <span class="error">{{.R.Summary.Errors}} errors</span>,
 <span class="skipped">{{.R.Summary.Skipped}} skipped</span>{{if .R.Stopped}}; stopped early: {{.R.Stopped}}{{end}}</p>
 <p>Latency is the round trip (RTT) in microseconds; one-way is RTT/2 for send and write. Bandwidth is Gb/s (10^9 bit/s), first post to last completion.</p>
-{{range .Cases}}<section class="case"><h2>{{.Name}}</h2>
+{{.Fleet}}{{range .Cases}}<section class="case"><h2>{{.Name}}</h2>
 {{.Latency}}{{.Bandwidth}}
-<table><tr><th>size</th><th>measure</th><th>qps</th><th>mode</th><th>RTT p50 us</th><th>RTT p99 us</th><th>RTT p99.9 us</th><th>Gb/s</th><th>status</th><th>verdicts</th></tr>
-{{range .Runs}}<tr><td>{{size .Spec.Size}}</td><td>{{.Spec.Measure}}</td><td>{{.Spec.QPs}}</td><td>{{.Spec.Mode}}</td>
+<table><tr>{{if $.R.Fleet}}<th>pair</th><th>round</th>{{end}}<th>size</th><th>measure</th><th>qps</th><th>mode</th><th>RTT p50 us</th><th>RTT p99 us</th><th>RTT p99.9 us</th><th>Gb/s</th><th>status</th><th>verdicts</th></tr>
+{{range .Runs}}<tr>{{if $.R.Fleet}}<td>{{pair .Pair}}</td><td>{{with .Pair}}{{.Round}}{{else}}-{{end}}</td>{{end}}<td>{{size .Spec.Size}}</td><td>{{.Spec.Measure}}</td><td>{{.Spec.QPs}}</td><td>{{.Spec.Mode}}</td>
 {{with .Result}}{{with .Latency}}<td>{{us .RTT.P50}}</td><td>{{us .RTT.P99}}</td><td>{{us .RTT.P999}}</td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}{{with .Bandwidth}}<td>{{range .Directions}}{{printf "%.3f " .Gbps}}{{end}}</td>{{else}}<td>-</td>{{end}}{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}
 <td class="{{.Status}}">{{.Status}}</td><td style="text-align:left">{{range .Verdicts}}<div class="{{if .Passed}}passed{{else}}failed{{end}}">{{.Expr}}{{vals .}}</div>{{end}}{{if .Error}}<div class="error">{{.Error}}</div>{{end}}</td></tr>
 {{end}}</table></section>

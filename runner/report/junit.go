@@ -33,6 +33,7 @@ type junitSuite struct {
 	Timestamp string          `xml:"timestamp,attr"`
 	Props     []junitProperty `xml:"properties>property,omitempty"`
 	Cases     []junitCase     `xml:"testcase"`
+	SystemOut string          `xml:"system-out,omitempty"`
 }
 
 type junitCase struct {
@@ -57,15 +58,26 @@ type junitResult struct {
 }
 
 // JUnit writes one testsuite per case and one testcase per run (case x
-// size x qps x mode). Failures quote the threshold and the values it saw.
+// size x qps x mode, and in a fleet run x pair x attempt, the pair in the
+// name). Failures quote the threshold and the values it saw. A fleet
+// run's suspects go into every suite's properties and system-out, where
+// CI shows them beside the failing pairs.
 func JUnit(w io.Writer, r *Report) error {
 	out := junitSuites{Name: r.Scenario, Time: seconds(r.Finished.Sub(r.Started).Seconds())}
 	for _, c := range r.Cases() {
 		s := junitSuite{Name: r.Scenario + "." + c.Name, Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05Z")}
 		s.Props = []junitProperty{{"peer", r.Peer}, {"tool", r.Tool}}
+		if r.Fleet != nil {
+			s.Props = append(s.Props, fleetProperties(r)...)
+			s.SystemOut = suspectsOut(r.Fleet)
+		}
 		var total float64
 		for _, run := range c.Runs {
 			tc := junitCase{Name: run.Label(), Classname: r.Scenario + "." + c.Name, Time: seconds(run.Seconds), Props: properties(run)}
+			if run.Pair != nil {
+				tc.Name += " " + pairText(run.Pair)
+				tc.Props = append(tc.Props, pairProperties(run.Pair)...)
+			}
 			total += run.Seconds
 			switch run.Status {
 			case Failed:
@@ -138,3 +150,32 @@ func properties(run Run) []junitProperty {
 }
 
 func sortStrings(s []string) { slices.Sort(s) }
+
+// pairProperties place a fleet run: its hosts, round and attempt.
+func pairProperties(p *PairRun) []junitProperty {
+	return []junitProperty{{"initiator", p.A}, {"responder", p.B}, {"round", fmt.Sprint(p.Round)}, {"attempt", fmt.Sprint(p.Attempt)}}
+}
+
+// fleetProperties say how the fleet ran and name the ranked suspects,
+// one property each, or that there is none, so a reader of the
+// properties alone knows.
+func fleetProperties(r *Report) []junitProperty {
+	f := r.Fleet
+	p := []junitProperty{{"hosts", fmt.Sprint(len(f.Hosts))}, {"pattern", string(f.Pattern)}, {"rounds", fmt.Sprint(len(f.Rounds))},
+		{"wall_seconds", seconds(wallSeconds(f))}, {"serial_seconds", seconds(serialSeconds(r))}}
+	if len(f.Suspects) == 0 {
+		return append(p, junitProperty{"suspects", "none"})
+	}
+	for i, s := range f.Suspects {
+		p = append(p, junitProperty{fmt.Sprintf("suspect_%d", i+1), fmt.Sprintf("%s %s, score %g", s.Kind, s.Name, s.Score)})
+	}
+	return p
+}
+
+// suspectsOut is the suspects with their evidence, as the text report
+// lists them.
+func suspectsOut(f *Fleet) string {
+	var b strings.Builder
+	suspectsText(&b, f.Suspects)
+	return strings.TrimPrefix(b.String(), "\n")
+}

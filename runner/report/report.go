@@ -12,8 +12,9 @@ import (
 )
 
 // Schema names the JSON layout; it changes only with a new version.
-// v2 added stop_reason.
-const Schema = "rdmarun.report/v2"
+// v2 added stop_reason; v3 added fleet (the hosts, rounds, matrices and
+// suspects of a run across hosts) and each run's started and pair.
+const Schema = "rdmarun.report/v3"
 
 // Status is a run's outcome.
 type Status string

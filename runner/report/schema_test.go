@@ -24,6 +24,7 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 		t.Fatalf("schema.json: %v", err)
 	}
 	c := jsonschema.NewCompiler()
+	c.AssertFormat() // date-time fields must hold dates, not only strings
 	if err := c.AddResource("schema.json", doc); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,12 @@ import (
 
 // Text writes the report for a terminal or a CI log: one table per case,
 // with units in the headers, then the verdicts that failed and a summary.
+// A fleet report opens with a matrix per metric, the rounds and the
+// suspects, and its tables name the pair that ran each run.
 func Text(w io.Writer, r *Report) error {
+	if r.Fleet != nil {
+		return fleetText(w, r, true)
+	}
 	fmt.Fprintf(w, "scenario %s (%s), peer %s, %s\n", r.Scenario, r.File, r.Peer, r.Tool)
 	fmt.Fprintf(w, "Latency in microseconds: RTT is the round trip; one-way is RTT/2 (send and write only). Bandwidth in Gb/s (10^9 bit/s) and GiB/s.\n")
 	for _, c := range r.Cases() {
@@ -35,15 +40,19 @@ func Text(w io.Writer, r *Report) error {
 }
 
 // problems lists the runs' errors and the verdicts that failed, each
-// line starting with indent.
+// line starting with indent and naming the pair in a fleet run.
 func problems(w io.Writer, runs []Run, indent string) {
 	for _, run := range runs {
+		label := run.Label()
+		if run.Pair != nil {
+			label = pairText(run.Pair) + " " + label
+		}
 		if run.Error != "" {
-			fmt.Fprintf(w, "%s%s: error: %s\n", indent, run.Label(), run.Error)
+			fmt.Fprintf(w, "%s%s: error: %s\n", indent, label, run.Error)
 		}
 		for _, v := range run.Verdicts {
 			if !v.Passed {
-				fmt.Fprintf(w, "%s%s: FAILED %s%s\n", indent, run.Label(), v.Expr, valuesText(v))
+				fmt.Fprintf(w, "%s%s: FAILED %s%s\n", indent, label, v.Expr, valuesText(v))
 			}
 		}
 	}
