@@ -186,9 +186,10 @@ for f in "$D"/job/out/serve-*.log; do echo "--- $(basename "$f")"; cat "$f"; don
 mkdir -p "$TESTBED_RUN_DIR/export" && cp -r "$D/job/out" "$TESTBED_RUN_DIR/export/"
 [ "$job_status" -eq 0 ] || failed "the job exited with status $job_status, want 0"
 
-# The job's report: the fleet is the job's nodes, all-pairs ran every
-# pair once in N-1 rounds (N even; no confirmation rounds when all pass),
-# every run passed, and the other outputs were written.
+# The job's report: the fleet is the job's nodes, all-pairs scheduled
+# every pair once in N-1 rounds (N even), and every run of every pair
+# passed, on its last attempt: emulation has its hiccups, and confirm:
+# re-runs a bad pair so that one does not blame a node. No suspect.
 json=$D/job/out/fleet.json
 [ -s "$json" ] || failed "the job wrote no $json"
 for f in fleet.junit.xml fleet.html; do
@@ -207,8 +208,9 @@ check "every pair of nodes ran, once" \
     '[.runs[] | select(.pair.attempt == 0) | [.pair.a, .pair.b] | sort | join(" ")] | unique | length == $n * ($n - 1) / 2'
 check "every pair ran the same runs" \
     '[.runs[] | select(.pair.attempt == 0) | [.pair.a, .pair.b] | sort | join(" ")] | group_by(.) | map(length) | unique | length == 1'
-check "N-1 rounds" '.fleet.rounds | length == (if $n % 2 == 0 then $n - 1 else $n end)'
-check "every run passed" 'all(.runs[]; .status == "passed")'
-check "summary: none failed" '.summary.failed == 0 and .summary.errors == 0 and .summary.passed == (.runs | length)'
+check "N-1 rounds" '[.fleet.rounds[] | select(.attempt == 0)] | length == (if $n % 2 == 0 then $n - 1 else $n end)'
+check "every run of every pair passed on its last attempt" \
+    '[.runs[] | {k: "\(.pair.a) \(.pair.b) \(.index)", a: .pair.attempt, s: .status}] | group_by(.k)
+     | all((map(.a) | max) as $last | map(select(.a == $last)) | all(.s == "passed"))'
 check "no suspects" '(.fleet.suspects // []) | length == 0'
-say "PASS: job $job ran the fleet over $hosts Slurm nodes: $(jq -r '"\(.runs | length) runs over \(.fleet.rounds | length) rounds, \(.summary.passed) passed"' "$json"); $(now) in the VM"
+say "PASS: job $job ran the fleet over $hosts Slurm nodes: $(jq -r '"\(.runs | length) runs (\([.runs[] | select(.pair.attempt > 0)] | length) of them confirmations) in \(.fleet.rounds | length) rounds, \(.summary.passed) passed"' "$json"); $(now) in the VM"
