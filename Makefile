@@ -21,7 +21,7 @@ build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 # Everything CI checks, cheapest first.
-test: fmt-check vet unit rules-test nordma staticcheck chromium-test testbed-selftest testbed-test package-test
+test: fmt-check vet unit rules-test nordma staticcheck chromium-test testbed-selftest testbed-test slurm-test package-test
 
 unit:
 	$(GO) test -count=1 ./...
@@ -86,6 +86,12 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
 	TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e
+
+# examples/slurm/fleet.sbatch, submitted to a real Slurm (munged,
+# slurmctld, a slurmd per host) started inside the VM with 4 hosts.
+.PHONY: slurm-test
+slurm-test: testbed-build $(TESTBIN)/rdmarun
+	testbed/slurm-test.sh $(TESTBIN)/rdmarun
 
 $(TESTBIN)/rdmarun: FORCE
 	@mkdir -p $(TESTBIN)
