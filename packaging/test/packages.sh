@@ -28,6 +28,9 @@ UNITS=(rdmarun-serve.service rdmarun_exporter.service)
 
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# expect is the last command of pipelines (`dpkg-deb -c ... | expect NAME`);
+# without lastpipe it runs in a subshell and the failure it counts is lost.
+shopt -s lastpipe
 step() { echo "== $*"; }
 
 # ---- the VM half -----------------------------------------------------------
