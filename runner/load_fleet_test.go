@@ -343,19 +343,9 @@ func TestLoadFleetDNS(t *testing.T) {
 			err: `:3:20: pairs: host "10.0.0.9" is not in the hosts of dns peers.example; did you mean "10.0.0.1" or "10.0.0.2"?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := writeScenario(t, tc.doc, nil)
-			sc, err := Load(p, nil)
-			if tc.err != "" {
-				if err == nil || err.Error() != p+tc.err {
-					t.Fatalf("got error\n%v\nwant\n%s", err, p+tc.err)
-				}
+			sc := loadFleet(t, tc.doc, tc.err, tc.hosts)
+			if sc == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !hostsEqual(sc.Fleet.Hosts, tc.hosts) {
-				t.Errorf("hosts %+v, want %+v", sc.Fleet.Hosts, tc.hosts)
 			}
 			if len(sc.Fleet.Pairs) != tc.pairs {
 				t.Errorf("%d pairs, want %d", len(sc.Fleet.Pairs), tc.pairs)
@@ -363,6 +353,28 @@ func TestLoadFleetDNS(t *testing.T) {
 			checkRounds(t, sc.Fleet)
 		})
 	}
+}
+
+// loadFleet loads doc as a scenario file and checks that it fails with
+// wantErr (after the file's name) or, when wantErr is empty, loads the
+// hosts want; it returns the scenario only in that second case.
+func loadFleet(t *testing.T, doc, wantErr string, want []fleet.Host) *Scenario {
+	t.Helper()
+	p := writeScenario(t, doc, nil)
+	sc, err := Load(p, nil)
+	if wantErr != "" {
+		if err == nil || err.Error() != p+wantErr {
+			t.Fatalf("got error\n%v\nwant\n%s", err, p+wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hostsEqual(sc.Fleet.Hosts, want) {
+		t.Errorf("hosts %+v, want %+v", sc.Fleet.Hosts, want)
+	}
+	return sc
 }
 
 // A resolver that fails, and one that never answers: both are load
@@ -459,19 +471,9 @@ func TestLoadFleetSlurm(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(slurmNodelistEnv, tc.env)
-			p := writeScenario(t, tc.doc, nil)
-			sc, err := Load(p, nil)
-			if tc.err != "" {
-				if err == nil || err.Error() != p+tc.err {
-					t.Fatalf("got error\n%v\nwant\n%s", err, p+tc.err)
-				}
+			sc := loadFleet(t, tc.doc, tc.err, tc.hosts)
+			if sc == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !hostsEqual(sc.Fleet.Hosts, tc.hosts) {
-				t.Errorf("hosts %+v, want %+v", sc.Fleet.Hosts, tc.hosts)
 			}
 			checkRounds(t, sc.Fleet)
 		})
