@@ -32,11 +32,14 @@ func chromium(t *testing.T, args ...string) (stdout, stderr string) {
 	return o.String(), e.String()
 }
 
-func TestHTMLInChromium(t *testing.T) {
-	dir := t.TempDir()
-	page := filepath.Join(dir, "report.html")
+// renderInChromium writes r's HTML page as name in a temporary directory,
+// has Chromium parse it, fails the test on any script error in its log,
+// and returns the page's path and the DOM Chromium built.
+func renderInChromium(t *testing.T, r *Report, name string) (page, dom string) {
+	t.Helper()
+	page = filepath.Join(t.TempDir(), name)
 	var b bytes.Buffer
-	if err := HTML(&b, fixture()); err != nil {
+	if err := HTML(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
@@ -48,42 +51,41 @@ func TestHTMLInChromium(t *testing.T) {
 			t.Errorf("page error (%s) in Chromium's log:\n%s", bad, logs)
 		}
 	}
+	return page, dom
+}
+
+// screenshot has Chromium draw page at size into name in the temporary
+// directory (or the file env names) and fails unless the image holds at
+// least minBytes: a blank page compresses to far less.
+func screenshot(t *testing.T, page, name, env, size string, minBytes int64) {
+	t.Helper()
+	shot := filepath.Join(os.TempDir(), name)
+	if out := os.Getenv(env); out != "" {
+		shot = out
+	}
+	chromium(t, "--screenshot="+shot, "--window-size="+size, "file://"+page)
+	if st, err := os.Stat(shot); err != nil || st.Size() < minBytes {
+		t.Fatalf("screenshot %s: %v (size %v)", shot, err, st)
+	}
+	t.Logf("screenshot saved to %s", shot)
+}
+
+func TestHTMLInChromium(t *testing.T) {
+	page, dom := renderInChromium(t, fixture(), "report.html")
 	if n := strings.Count(dom, `class="chart"`); n != 2 {
 		t.Errorf("the rendered page has %d charts, want 2", n)
 	}
 	if n := strings.Count(dom, "<polyline"); n < 4 {
 		t.Errorf("the rendered page has %d plotted lines, want at least 4", n)
 	}
-	shot := filepath.Join(os.TempDir(), "rdmarun-report-screenshot.png")
-	if out := os.Getenv("REPORT_SCREENSHOT"); out != "" {
-		shot = out
-	}
-	chromium(t, "--screenshot="+shot, "--window-size=1280,1800", "file://"+page)
-	if st, err := os.Stat(shot); err != nil || st.Size() < 10000 {
-		t.Fatalf("screenshot %s: %v (size %v)", shot, err, st)
-	}
-	t.Logf("screenshot saved to %s", shot)
+	screenshot(t, page, "rdmarun-report-screenshot.png", "REPORT_SCREENSHOT", "1280,1800", 10000)
 }
 
 // TestFleetHTMLInChromium renders a fleet report: the heat maps must come
 // through the browser's parser whole, a cell per host pair and metric
 // with its status, beside the suspects table and the runs' tables.
 func TestFleetHTMLInChromium(t *testing.T) {
-	dir := t.TempDir()
-	page := filepath.Join(dir, "fleet.html")
-	var b bytes.Buffer
-	if err := HTML(&b, fleetFixture(t)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dom, logs := chromium(t, "--dump-dom", "file://"+page)
-	for _, bad := range []string{"Uncaught", "SyntaxError", "TypeError", "ReferenceError"} {
-		if strings.Contains(logs, bad) {
-			t.Errorf("page error (%s) in Chromium's log:\n%s", bad, logs)
-		}
-	}
+	page, dom := renderInChromium(t, fleetFixture(t), "fleet.html")
 	if n := strings.Count(dom, `<svg class="heatmap"`); n != 3 {
 		t.Errorf("the rendered page has %d heat maps, want 3", n)
 	}
@@ -105,13 +107,5 @@ func TestFleetHTMLInChromium(t *testing.T) {
 	if n := strings.Count(dom, `class="chart"`); n != 0 {
 		t.Errorf("the rendered fleet page has %d charts against message size, want none", n)
 	}
-	shot := filepath.Join(os.TempDir(), "rdmarun-fleet-screenshot.png")
-	if out := os.Getenv("FLEET_SCREENSHOT"); out != "" {
-		shot = out
-	}
-	chromium(t, "--screenshot="+shot, "--window-size=1400,1800", "file://"+page)
-	if st, err := os.Stat(shot); err != nil || st.Size() < 20000 {
-		t.Fatalf("screenshot %s: %v (size %v)", shot, err, st)
-	}
-	t.Logf("screenshot saved to %s", shot)
+	screenshot(t, page, "rdmarun-fleet-screenshot.png", "FLEET_SCREENSHOT", "1400,1800", 20000)
 }
