@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rdmarun/rdmarun/fleet"
-	"github.com/rdmarun/rdmarun/units"
 )
 
 // metricUnit says how a fleet matrix's values read for people. Matrices
@@ -75,7 +74,7 @@ func fleetText(w io.Writer, r *Report, tables bool) error {
 	suspectsText(w, f.Suspects)
 	if tables {
 		for _, c := range r.Cases() {
-			if err := pairTable(w, c); err != nil {
+			if err := caseTable(w, c, []string{"pair", "round"}, pairCells); err != nil {
 				return err
 			}
 		}
@@ -97,26 +96,13 @@ func fleetText(w io.Writer, r *Report, tables bool) error {
 	return nil
 }
 
-// pairTable is Text's table of one case with the pair that ran each run.
-func pairTable(w io.Writer, c CaseRuns) error {
-	fmt.Fprintf(w, "\ncase %s: %s %s\n", c.Name, c.Runs[0].Spec.Op, c.Runs[0].Spec.QPType)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pair\tround\tsize\tqps\tmode\tmeasure\tRTT p50\tRTT p99\tRTT p99.9\tone-way p50\tGb/s\tGiB/s\tMmsg/s\tstatus\t")
-	for _, run := range c.Runs {
-		round := "-"
-		if run.Pair != nil {
-			round = fmt.Sprint(run.Pair.Round)
-		}
-		cells := []string{pairText(run.Pair), round, units.FormatBytes(uint64(run.Spec.Size)), fmt.Sprint(run.Spec.QPs), run.Spec.Mode.String(), run.Spec.Measure.String()}
-		cells = append(cells, metricCells(run.Result)...)
-		cells = append(cells, string(run.Status))
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+// pairCells are the first cells of a fleet run's row: its pair and round.
+func pairCells(run Run) []string {
+	round := "-"
+	if run.Pair != nil {
+		round = fmt.Sprint(run.Pair.Round)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	problems(w, c.Runs, "  ")
-	return nil
+	return []string{pairText(run.Pair), round}
 }
 
 // pairText names the pair that ran a fleet run, "a -> b", with the

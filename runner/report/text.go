@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -21,21 +22,36 @@ func Text(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "scenario %s (%s), peer %s, %s\n", r.Scenario, r.File, r.Peer, r.Tool)
 	fmt.Fprintf(w, "Latency in microseconds: RTT is the round trip; one-way is RTT/2 (send and write only). Bandwidth in Gb/s (10^9 bit/s) and GiB/s.\n")
 	for _, c := range r.Cases() {
-		fmt.Fprintf(w, "\ncase %s: %s %s\n", c.Name, c.Runs[0].Spec.Op, c.Runs[0].Spec.QPType)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "size\tqps\tmode\tmeasure\tRTT p50\tRTT p99\tRTT p99.9\tone-way p50\tGb/s\tGiB/s\tMmsg/s\tstatus\t")
-		for _, run := range c.Runs {
-			cells := []string{units.FormatBytes(uint64(run.Spec.Size)), fmt.Sprint(run.Spec.QPs), run.Spec.Mode.String(), run.Spec.Measure.String()}
-			cells = append(cells, metricCells(run.Result)...)
-			cells = append(cells, string(run.Status))
-			fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
-		}
-		if err := tw.Flush(); err != nil {
+		if err := caseTable(w, c, nil, nil); err != nil {
 			return err
 		}
-		problems(w, c.Runs, "  ")
 	}
 	summary(w, r)
+	return nil
+}
+
+// caseTable writes one case's runs as a table and then their problems.
+// lead, when set, gives each row's first cells, under the headers in
+// leadHeader: a fleet's pair and round.
+func caseTable(w io.Writer, c CaseRuns, leadHeader []string, lead func(Run) []string) error {
+	fmt.Fprintf(w, "\ncase %s: %s %s\n", c.Name, c.Runs[0].Spec.Op, c.Runs[0].Spec.QPType)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := append(slices.Clone(leadHeader), "size", "qps", "mode", "measure", "RTT p50", "RTT p99", "RTT p99.9", "one-way p50", "Gb/s", "GiB/s", "Mmsg/s", "status")
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, run := range c.Runs {
+		var cells []string
+		if lead != nil {
+			cells = lead(run)
+		}
+		cells = append(cells, units.FormatBytes(uint64(run.Spec.Size)), fmt.Sprint(run.Spec.QPs), run.Spec.Mode.String(), run.Spec.Measure.String())
+		cells = append(cells, metricCells(run.Result)...)
+		cells = append(cells, string(run.Status))
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	problems(w, c.Runs, "  ")
 	return nil
 }
 
