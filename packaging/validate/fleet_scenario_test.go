@@ -37,13 +37,10 @@ type fleetScenario struct {
 	Cases          []map[string]any `json:"cases"`
 }
 
-// fleetKeys are the keys of a fleet scenario that a one-peer one lacks.
-var fleetKeys = []string{"hosts", "devices", "pattern", "both_directions", "pairs", "parallel", "confirm", "lag_factor"}
-
 // TestFleetScenario: the ConfigMap holds a fleet scenario that tests the
 // nodes behind the headless Service, on the port their responders listen
-// on, with the token the Job mounts beside it; and rdmarun accepts its
-// cases.
+// on, with the token the Job mounts beside it; and rdmarun's loader
+// accepts the whole fleet, listed hosts standing in for the DNS name.
 func TestFleetScenario(t *testing.T) {
 	for _, c := range []renderCase{fleetJobCase, fleetCronJobCase,
 		{name: "fleet-job-example", args: []string{"-f", filepath.Join(chartDir(t), "examples", "fleet-job.yaml")}}} {
@@ -59,11 +56,11 @@ func TestFleetScenario(t *testing.T) {
 			}
 			dir := t.TempDir()
 			file := filepath.Join(dir, fleetScenarioKey)
-			if err := os.WriteFile(file, []byte(asOnePeer(t, text)), 0o600); err != nil {
+			if err := os.WriteFile(file, []byte(asListedFleet(t, text)), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if out, err := rdmarunValidate(t, file); err != nil {
-				t.Errorf("rdmarun validate refuses the scenario's cases: %v\n%s\n%s", err, out, text)
+				t.Errorf("rdmarun validate refuses the scenario: %v\n%s\n%s", err, out, text)
 			}
 		})
 	}
@@ -131,20 +128,17 @@ func headlessService(objs []runtime.Object) *corev1.Service {
 	return nil
 }
 
-// asOnePeer turns the fleet scenario into the one-peer scenario with the
-// same cases, which the rdmarun of this tree can load: its fleet keys
-// out, a peer in. Load would resolve the fleet's DNS name, which exists
-// only inside the cluster.
-func asOnePeer(t *testing.T, text string) string {
+// asListedFleet turns the fleet scenario into the same fleet over a
+// listed four hosts, which the rdmarun of this tree loads whole (pattern,
+// devices, confirm and cases alike): Load would resolve the scenario's
+// DNS name, which exists only inside the cluster.
+func asListedFleet(t *testing.T, text string) string {
 	t.Helper()
 	var doc map[string]any
 	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range fleetKeys {
-		delete(doc, k)
-	}
-	doc["peer"] = "192.0.2.1:18520"
+	doc["hosts"] = []string{"node1", "node2", "node3", "node4"}
 	out, err := yaml.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +195,7 @@ func TestFleetScenarioChecksCanFail(t *testing.T) {
 	r := renderFleet(t, renderCase{name: "bad case", args: append(slices.Clone(fleetJobCase.args),
 		"--set", "fleetJob.cases[0].name=x", "--set", "fleetJob.cases[0].op=nosuch")}, kubeVersions[0])
 	file := filepath.Join(t.TempDir(), fleetScenarioKey)
-	if err := os.WriteFile(file, []byte(asOnePeer(t, r.scenario.Data[fleetScenarioKey])), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(asListedFleet(t, r.scenario.Data[fleetScenarioKey])), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := rdmarunValidate(t, file); err == nil || !strings.Contains(out, "nosuch") {
