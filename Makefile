@@ -81,8 +81,11 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 		$(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter
 	testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner -test.skip '^TestFleetVM'
-	TESTBED_HOSTS=4 TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" \
+	rm -rf $(CACHE)/fleet-vm
+	TESTBED_HOSTS=4 TESTBED_EXPORT=$(CURDIR)/$(CACHE)/fleet-vm TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" \
 		testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner -test.run '^TestFleetVM'
+	FLEET_VM_OUTPUT=$(CURDIR)/$(CACHE)/fleet-vm/TestFleetVMAllPairs \
+		$(GO) test -count=1 -tags chromium -run '^TestFleetVMHTMLInChromium$$' -v ./runner/report
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
 	TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rdmarun/rdmarun/fleet"
 	"github.com/rdmarun/rdmarun/runner/report"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 const (
@@ -144,7 +145,15 @@ func fault(t *testing.T, args ...string) {
 // code and the JSON report read back.
 func runFleetCLI(t *testing.T, tokenFile string, args ...string) (int, *report.Report) {
 	t.Helper()
+	// Inside the testbed the outputs go where run.sh copies them out
+	// (TESTBED_EXPORT), so the host can open the HTML in Chromium.
 	dir := t.TempDir()
+	if share := os.Getenv("TESTBED_RUN_DIR"); share != "" {
+		dir = filepath.Join(share, "export", t.Name())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out := func(name string) string { return filepath.Join(dir, name) }
 	cmd := exec.Command(benchBin(t), append([]string{fleetFile, "--token-file", tokenFile,
 		"--json", out("fleet.json"), "--junit", out("fleet.junit.xml"), "--html", out("fleet.html")}, args...)...)
@@ -163,6 +172,13 @@ func runFleetCLI(t *testing.T, tokenFile string, args ...string) (int, *report.R
 	b, err := os.ReadFile(out("fleet.json"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := readSchema(t).Validate(inst); err != nil {
+		t.Errorf("the fleet's JSON does not match report/schema.json:\n%v", err)
 	}
 	rep := &report.Report{}
 	if err := json.Unmarshal(b, rep); err != nil || rep.Fleet == nil {

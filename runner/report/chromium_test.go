@@ -8,6 +8,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,13 +46,20 @@ func renderInChromium(t *testing.T, r *Report, name string) (page, dom string) {
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return page, parseInChromium(t, page)
+}
+
+// parseInChromium has Chromium parse the page and returns the DOM it
+// built, failing the test on any script error in its log.
+func parseInChromium(t *testing.T, page string) string {
+	t.Helper()
 	dom, logs := chromium(t, "--dump-dom", "file://"+page)
 	for _, bad := range []string{"Uncaught", "SyntaxError", "TypeError", "ReferenceError"} {
 		if strings.Contains(logs, bad) {
 			t.Errorf("page error (%s) in Chromium's log:\n%s", bad, logs)
 		}
 	}
-	return page, dom
+	return dom
 }
 
 // screenshot has Chromium draw page at size into name in the temporary
@@ -108,4 +116,33 @@ func TestFleetHTMLInChromium(t *testing.T) {
 		t.Errorf("the rendered fleet page has %d charts against message size, want none", n)
 	}
 	screenshot(t, page, "rdmarun-fleet-screenshot.png", "FLEET_SCREENSHOT", "1400,1800", 20000)
+}
+
+// TestFleetVMHTMLInChromium opens the HTML that the 4-host testbed's
+// all-pairs run wrote (make testbed-test exports it; FLEET_VM_OUTPUT
+// names its folder): a heat map per metric of the run's JSON, a cell per
+// host pair, no page error.
+func TestFleetVMHTMLInChromium(t *testing.T) {
+	dir := os.Getenv("FLEET_VM_OUTPUT")
+	if dir == "" {
+		t.Skip("FLEET_VM_OUTPUT is not set; make fleet-html-test sets it after the testbed's fleet run")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "fleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil || r.Fleet == nil || len(r.Fleet.Matrices) == 0 {
+		t.Fatalf("%s/fleet.json: %v; want a fleet report with matrices", dir, err)
+	}
+	page := filepath.Join(dir, "fleet.html")
+	dom := parseInChromium(t, page)
+	hosts := len(r.Fleet.Hosts)
+	if n, want := strings.Count(dom, `<svg class="heatmap"`), len(r.Fleet.Matrices); n != want {
+		t.Errorf("the rendered page has %d heat maps, want %d (one per metric)", n, want)
+	}
+	if n, want := strings.Count(dom, `<g class="cell `), len(r.Fleet.Matrices)*hosts*hosts; n != want {
+		t.Errorf("the rendered page has %d heat map cells, want %d (%d hosts squared per metric)", n, want, hosts)
+	}
+	screenshot(t, page, "rdmarun-fleet-vm-screenshot.png", "FLEET_VM_SCREENSHOT", "1400,1800", 20000)
 }
