@@ -1,0 +1,571 @@
+//go:build testbed
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The mesh test needs five testbed hosts (TESTBED_HOSTS=5): host i is
+// rxe<i> on veth<i> with 10.0.0.<i+1>. Exporter hI answers on host I;
+// every exporter probes from its own host except h2, which probes from
+// host 4, so that host 4's link going down is the local NIC of one
+// exporter failing while its responder, on host 2, still answers.
+const (
+	meshHosts     = 5
+	meshExporters = 4
+	meshK         = 2 // max_targets: fewer than the 3 peers each exporter sees
+	meshProbeHost = 4 // h2's probing host
+	meshPortBase  = 18710
+)
+
+// meshModule is probeModule without the bandwidth probe: four exporters
+// and a Prometheus share the VM's two emulated CPUs, and the alerts under
+// test need only success and latency.
+const meshModule = `{count: 10, interval: 3s, timeout: 2500ms, qp: {timeout: 15}}`
+
+// The alerts the mesh localises with, and the per-target alert folded
+// into them: the test checks that a fault raises the one it expects and
+// none of the others.
+var meshAlerts = []string{"RDMANodeUnreachable", "RDMASourceDegraded", "RDMAPathDegraded", "RDMAProbeFailing"}
+
+// meshNode is one exporter of the mesh.
+type meshNode struct {
+	name          string // its mesh source and its target name: h0..h3
+	responderHost int
+	probeHost     int
+	e             *exporter
+}
+
+func hostAddr(i int) string   { return fmt.Sprintf("10.0.0.%d", i+1) }
+func hostDevice(i int) string { return fmt.Sprintf("rxe%d", i) }
+
+func (n meshNode) responderAt() string {
+	return fmt.Sprintf("%s:%d", hostAddr(n.responderHost), meshPortBase+n.responderHost)
+}
+
+// meshRotate is a rotation period whose current epoch outlasts the test,
+// so that the exporters keep one mesh from start to end: each fault's
+// expected alerts are worked out from the pairs probed when it starts.
+// Epochs are counted from the Unix epoch, so the shipped hour would end
+// during about one run in five of this test; a week, lengthened an hour
+// at a time until the current epoch has at least left to run, never does.
+func meshRotate(now time.Time, left time.Duration) time.Duration {
+	for r := 7 * 24 * time.Hour; ; r += time.Hour {
+		secs := int64(r / time.Second)
+		next := time.Unix((now.Unix()/secs+1)*secs, 0)
+		if next.Sub(now) >= left {
+			return r
+		}
+	}
+}
+
+// meshConfig is exporter n's config: the shared target file, a mesh of K,
+// its responder on its own host.
+func meshConfig(n meshNode, targetFile string, rotate time.Duration) string {
+	return fmt.Sprintf(`modules:
+  default: %s
+targets:
+  files: ["%s"]
+mesh:
+  max_targets: %d
+  rotate: %s
+  source: %s
+responder:
+  listen: "%s"
+  device: %s
+  token_file: token
+`, meshModule, targetFile, meshK, rotate, n.name, n.responderAt(), hostDevice(n.responderHost))
+}
+
+// meshTargetFile lists every exporter, itself included, as one file all
+// of them read: each must find itself in it and leave itself out.
+func meshTargetFile(nodes []meshNode) string {
+	var b strings.Builder
+	for i, n := range nodes {
+		fmt.Fprintf(&b, "- {name: %s, address: \"%s\", module: default, labels: {rack: r%d}}\n", n.name, n.responderAt(), i/2)
+	}
+	return b.String()
+}
+
+// startMesh starts the four exporters on one shared target file.
+func startMesh(t *testing.T) []meshNode {
+	t.Helper()
+	if os.Getenv("TESTBED_HOSTS") != fmt.Sprint(meshHosts) {
+		t.Fatalf("TESTBED_HOSTS is %q; TestMesh needs %d hosts (make testbed-test runs it so)", os.Getenv("TESTBED_HOSTS"), meshHosts)
+	}
+	nodes := make([]meshNode, meshExporters)
+	for i := range nodes {
+		nodes[i] = meshNode{name: fmt.Sprintf("h%d", i), responderHost: i, probeHost: i}
+	}
+	nodes[2].probeHost = meshProbeHost
+	shared := t.TempDir()
+	targetFile := filepath.Join(shared, "targets.yml")
+	if err := os.WriteFile(targetFile, []byte(meshTargetFile(nodes)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rotate := meshRotate(time.Now(), time.Hour)
+	t.Logf("mesh: %d exporters, max_targets %d, rotate %v, target file:\n%s", len(nodes), meshK, rotate, meshTargetFile(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "token"), []byte("e2e-shared-token\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var flags []string
+		if n.probeHost != n.responderHost {
+			flags = append(flags, "--device="+hostDevice(n.probeHost))
+		}
+		n.e = runExporter(t, dir, n.name, freePort(t, "127.0.0.1"), meshConfig(*n, targetFile, rotate), flags...)
+	}
+	return nodes
+}
+
+// meshPair is one source probing one target.
+type meshPair struct{ source, target string }
+
+func (p meshPair) String() string { return p.source + "->" + p.target }
+
+// probedPairs reads, from every exporter's /metrics, which targets it
+// probes, and checks what each one says about itself: the mesh's
+// self-metrics, the source label, its probing device, never itself.
+func probedPairs(t *testing.T, nodes []meshNode) ([]meshPair, float64) {
+	t.Helper()
+	var pairs []meshPair
+	epoch := -1.0
+	for _, n := range nodes {
+		s := n.e.scrape(t)
+		if v := s.sum("rdmarun_exporter_mesh_targets_known", nil); v != meshExporters {
+			t.Errorf("%s: rdmarun_exporter_mesh_targets_known %v, want %d (every exporter of the target file, itself included)", n.name, v, meshExporters)
+		}
+		if v := s.sum("rdmarun_exporter_mesh_targets_selected", nil); v != meshK {
+			t.Errorf("%s: rdmarun_exporter_mesh_targets_selected %v, want max_targets %d", n.name, v, meshK)
+		}
+		e := s.sum("rdmarun_exporter_mesh_epoch", nil)
+		switch {
+		case epoch < 0:
+			epoch = e
+		case e != epoch:
+			t.Errorf("%s: rdmarun_exporter_mesh_epoch %v, another exporter is at %v: one clock, one epoch", n.name, e, epoch)
+		}
+		targets := map[string]bool{}
+		for _, m := range s["rdma_probe_success"].GetMetric() {
+			src, tg, dev := labelValue(m, "source"), labelValue(m, "target"), labelValue(m, "device")
+			if src != n.name {
+				t.Errorf("%s: a probe series with source %q, want its mesh.source %q", n.name, src, n.name)
+			}
+			if tg == n.name {
+				t.Errorf("%s probes itself: %v", n.name, m.GetLabel())
+			}
+			// h2's --device picks where its probes go from; the others
+			// probe from their responder's device.
+			if want := hostDevice(n.probeHost); dev != want {
+				t.Errorf("%s: probe series on device %q, want %s", n.name, dev, want)
+			}
+			targets[tg] = true
+		}
+		if len(targets) != meshK {
+			t.Errorf("%s probes %d targets %v, want %d", n.name, len(targets), targets, meshK)
+		}
+		for tg := range targets {
+			pairs = append(pairs, meshPair{n.name, tg})
+		}
+	}
+	sort.Slice(pairs, func(i, j int) bool { return pairs[i].String() < pairs[j].String() })
+	probers := map[string]int{}
+	for _, p := range pairs {
+		probers[p.target]++
+	}
+	for _, n := range nodes {
+		if probers[n.name] != meshK {
+			t.Errorf("%s is probed by %d exporters, want exactly %d (the ring gives each node K probers); pairs %v", n.name, probers[n.name], meshK, pairs)
+		}
+	}
+	return pairs, epoch
+}
+
+// meshAlert is one active alert with its labels.
+type meshAlert struct {
+	name   string
+	labels map[string]string
+	state  string
+}
+
+// String names the alert by the labels that localise it.
+func (a meshAlert) String() string {
+	var l []string
+	for _, k := range []string{"node", "source", "target"} {
+		if v, ok := a.labels[k]; ok {
+			l = append(l, fmt.Sprintf("%s=%q", k, v))
+		}
+	}
+	return a.name + "{" + strings.Join(l, ",") + "}"
+}
+
+func (p *prometheus) activeAlerts() ([]meshAlert, error) {
+	data, err := p.api("/api/v1/alerts", nil)
+	if err != nil {
+		return nil, err
+	}
+	var d struct {
+		Alerts []struct {
+			Labels map[string]string `json:"labels"`
+			State  string            `json:"state"`
+		} `json:"alerts"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, err
+	}
+	var out []meshAlert
+	for _, a := range d.Alerts {
+		out = append(out, meshAlert{name: a.Labels["alertname"], labels: a.Labels, state: a.State})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// want is an alert a fault must raise: its name and the labels that say
+// where the fault is.
+type want struct {
+	name   string
+	labels labels
+}
+
+func (w want) String() string {
+	return meshAlert{name: w.name, labels: w.labels}.String()
+}
+
+func (w want) match(a meshAlert) bool {
+	if a.name != w.name {
+		return false
+	}
+	for k, v := range w.labels {
+		if a.labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// verdict sorts the active mesh alerts: which wanted ones fire, and which
+// others fire that must not (a mesh alert matching nothing wanted, e.g.
+// the node alert for another node, or any per-target alert).
+func verdict(active []meshAlert, wants []want) (fired map[string]bool, stray []string, pending []string) {
+	fired = map[string]bool{}
+	isMesh := map[string]bool{}
+	for _, n := range meshAlerts {
+		isMesh[n] = true
+	}
+	for _, a := range active {
+		if !isMesh[a.name] {
+			continue
+		}
+		matched := false
+		for _, w := range wants {
+			if w.match(a) {
+				matched = true
+				if a.state == "firing" {
+					fired[w.String()] = true
+				}
+			}
+		}
+		switch {
+		case matched:
+		case a.state == "firing":
+			stray = append(stray, a.String())
+		default:
+			pending = append(pending, a.String())
+		}
+	}
+	return fired, stray, pending
+}
+
+// meshFault runs testbed/fault.sh inside the VM.
+func meshFault(args ...string) error {
+	script, err := filepath.Abs("../../testbed/fault.sh")
+	if err != nil {
+		return err
+	}
+	if out, err := exec.Command(script, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("fault.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// meshTiming is one fault's measured alert times, for the closing table.
+type meshTiming struct {
+	fault, alerts string
+	fire, quiet   time.Duration // negative: not reached
+}
+
+// meshRun is the state the fault subtests share.
+type meshRun struct {
+	nodes   []meshNode
+	prom    *prometheus
+	pairs   []meshPair
+	epoch   float64
+	timings []meshTiming
+}
+
+// diagnose logs what a failing fault check needs: every active alert,
+// the mesh recording rules and the probe results as Prometheus has them.
+// The exporters' log tails follow from runExporter's cleanup.
+func (r *meshRun) diagnose(t *testing.T) {
+	t.Helper()
+	active, err := r.prom.activeAlerts()
+	var l []string
+	for _, a := range active {
+		l = append(l, fmt.Sprintf("%s %s %v", a.state, a, a.labels))
+	}
+	t.Logf("active alerts (%v):\n%s", err, strings.Join(l, "\n"))
+	t.Logf("mesh recording rules:\n%s", r.prom.values(`{__name__=~"rdma:mesh.*"}`))
+	t.Logf("probe results:\n%s", r.prom.values(`min by (source, target) (rdma_probe_success)`))
+	t.Logf("p50 latency (RTT) by pair:\n%s", r.prom.values(`max by (source, target) (rdma:probe_latency_seconds:p50_5m)`))
+}
+
+// quiet waits until every pair probes successfully, as Prometheus sees
+// it, and no mesh alert is active, firing or pending; it returns how long
+// that took.
+func (r *meshRun) quiet(t *testing.T, limit time.Duration, what string) time.Duration {
+	t.Helper()
+	npairs := len(r.pairs)
+	return waitFor(t, limit, what, func() (bool, string) {
+		ok, err := r.prom.query(`min by (source, target) (rdma_probe_success) == 1`)
+		if err != nil {
+			return false, err.Error()
+		}
+		active, err := r.prom.activeAlerts()
+		if err != nil {
+			return false, err.Error()
+		}
+		var mesh []string
+		for _, a := range active {
+			for _, n := range meshAlerts {
+				if a.name == n {
+					mesh = append(mesh, a.state+" "+a.String())
+				}
+			}
+		}
+		return ok == npairs && len(mesh) == 0, fmt.Sprintf("%d of %d pairs succeeding; mesh alerts active: %v", ok, npairs, mesh)
+	})
+}
+
+// inject runs one fault: from a quiet mesh, the fault goes in; every
+// wanted alert must fire, and no other mesh alert, at that moment and for
+// hold after; then the fault is cleared and the mesh must go quiet. Both
+// times are recorded.
+func (r *meshRun) inject(t *testing.T, label string, fault []string, wants []want) {
+	t.Helper()
+	const hold = 10 * time.Second
+	timing := meshTiming{fault: label, fire: -1, quiet: -1}
+	var names []string
+	for _, w := range wants {
+		names = append(names, w.String())
+	}
+	timing.alerts = strings.Join(names, " ")
+	// Deferred in this order so that a failure is diagnosed while the
+	// fault is still in place, and the fault is cleared in any case.
+	cleared := false
+	defer func() {
+		if !cleared {
+			if err := meshFault("clear"); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	defer func() { r.timings = append(r.timings, timing) }()
+	defer func() {
+		if t.Failed() {
+			r.diagnose(t)
+		}
+	}()
+
+	r.quiet(t, 90*time.Second, "a quiet mesh before the fault")
+	if err := meshFault(fault...); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	t.Logf("fault.sh %s: waiting for %s", strings.Join(fault, " "), timing.alerts)
+	var seen []string
+	fire := waitFor(t, 90*time.Second, "wanted alerts firing", func() (bool, string) {
+		active, err := r.prom.activeAlerts()
+		if err != nil {
+			return false, err.Error()
+		}
+		fired, stray, pending := verdict(active, wants)
+		for _, s := range append(stray, pending...) {
+			if !containsString(seen, s) {
+				seen = append(seen, s)
+				t.Logf("  %6.1f s  also active: %s", time.Since(start).Seconds(), s)
+			}
+		}
+		if len(stray) > 0 {
+			t.Fatalf("%.1f s after the fault, before the wanted alerts all fired: %v fire too", time.Since(start).Seconds(), stray)
+		}
+		return len(fired) == len(wants), fmt.Sprintf("firing of the wanted: %v; pending others: %v", fired, pending)
+	})
+	timing.fire = fire
+	t.Logf("  %6.1f s  firing: %s", fire.Seconds(), timing.alerts)
+
+	// No storm: the wanted alerts go on firing, alone, while the fault
+	// lasts. Other alerts (ports, retries) are logged, not judged here.
+	var others []string
+	for end := time.Now().Add(hold); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		active, err := r.prom.activeAlerts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fired, stray, pending := verdict(active, wants)
+		if len(stray) > 0 || len(fired) != len(wants) {
+			t.Fatalf("%.1f s after the fault: firing of the wanted %v (want all of %v), stray mesh alerts firing %v, pending %v",
+				time.Since(start).Seconds(), fired, names, stray, pending)
+		}
+		for _, a := range active {
+			if s := a.state + " " + a.String(); !containsString(meshAlerts, a.name) && !containsString(others, s) {
+				others = append(others, s)
+			}
+		}
+	}
+	t.Logf("  for %v after firing, no other mesh alert fired; other alerts active meanwhile: %v", hold, others)
+
+	cleared = true
+	if err := meshFault("clear"); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	resolved := waitFor(t, 90*time.Second, "wanted alerts resolved after the fault was cleared", func() (bool, string) {
+		active, err := r.prom.activeAlerts()
+		if err != nil {
+			return false, err.Error()
+		}
+		fired, _, _ := verdict(active, wants)
+		return len(fired) == 0, fmt.Sprintf("still firing: %v", fired)
+	})
+	t.Logf("  %6.1f s  after clear: no longer firing: %s", resolved.Seconds(), timing.alerts)
+	timing.quiet = r.quiet(t, 90*time.Second, "a quiet mesh after the fault was cleared")
+	t.Logf("  %6.1f s  after clear: every pair succeeding, no mesh alert active", timing.quiet.Seconds())
+
+	// The faults' expectations hold for the mesh they were worked out on.
+	if _, epoch := probedPairs(t, r.nodes); epoch != r.epoch {
+		t.Fatalf("the mesh rotated during the fault (epoch %v -> %v); meshRotate should have prevented it", r.epoch, epoch)
+	}
+}
+
+func containsString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMesh: four exporters find each other through one target file, each
+// probes max_targets 2 of the 3 others, and a real Prometheus with the
+// shipped rules names the fault: a host's link down is that node
+// unreachable, one path's loss is that path degraded, and the local NIC
+// of one exporter down is that source degraded; in each case one fault
+// raises one alert, not one per prober or target.
+func TestMesh(t *testing.T) {
+	nodes := startMesh(t)
+	r := &meshRun{nodes: nodes}
+	waitFor(t, 30*time.Second, "every exporter probing its share of the mesh", func() (bool, string) {
+		n := 0
+		for _, node := range nodes {
+			if v := node.e.scrape(t).sum("rdmarun_exporter_mesh_targets_selected", nil); v == meshK {
+				n++
+			}
+		}
+		return n == len(nodes), fmt.Sprintf("%d of %d exporters with %d targets selected", n, len(nodes), meshK)
+	})
+	r.pairs, r.epoch = probedPairs(t, nodes)
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("mesh epoch %v, pairs probed: %v", r.epoch, r.pairs)
+	probed := map[meshPair]bool{}
+	for _, p := range r.pairs {
+		probed[p] = true
+	}
+
+	webs := make([]string, len(nodes))
+	for i, n := range nodes {
+		webs[i] = n.e.web
+	}
+	r.prom = startPrometheus(t, webs, 2*time.Second)
+	waitFor(t, 60*time.Second, "prometheus scraping the four exporters", func() (bool, string) {
+		n, err := r.prom.query(`up{job="rdmarun_exporter"} == 1`)
+		return n == len(nodes), fmt.Sprintf("%d up, %v", n, err)
+	})
+	took := r.quiet(t, 120*time.Second, "a healthy mesh: every pair succeeding, no mesh alert")
+	t.Logf("healthy %v after prometheus started; p50 latency (RTT) by pair:\n%s", took.Round(time.Millisecond),
+		r.prom.values(`max by (source, target) (rdma:probe_latency_seconds:p50_5m)`))
+	// Quiet while healthy, for longer than any alert's for.
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		active, err := r.prom.activeAlerts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, stray, pending := verdict(active, nil); len(stray)+len(pending) > 0 {
+			r.diagnose(t)
+			t.Fatalf("mesh alerts on a healthy mesh: firing %v, pending %v", stray, pending)
+		}
+	}
+
+	t.Run("NodeDown", func(t *testing.T) {
+		r.inject(t, "host-down 3 (h3's link)", []string{"host-down", "3"},
+			[]want{{"RDMANodeUnreachable", labels{"node": "h3", "target": "h3"}}})
+	})
+
+	t.Run("PathLoss", func(t *testing.T) {
+		// A pair of exporters that probe from their own hosts, so that the
+		// hosts' indices are theirs; one probed both ways if there is one,
+		// so that both directions' alerts are checked.
+		var pick meshPair
+		for _, p := range r.pairs {
+			if p.source == "h2" || p.target == "h2" {
+				continue
+			}
+			if pick.source == "" || (probed[meshPair{p.target, p.source}] && !probed[meshPair{pick.target, pick.source}]) {
+				pick = p
+			}
+		}
+		if pick.source == "" {
+			t.Fatalf("no probed pair without h2 among %v", r.pairs)
+		}
+		wants := []want{{"RDMAPathDegraded", labels{"source": pick.source, "target": pick.target}}}
+		if probed[meshPair{pick.target, pick.source}] {
+			wants = append(wants, want{"RDMAPathDegraded", labels{"source": pick.target, "target": pick.source}})
+		}
+		a, b := strings.TrimPrefix(pick.source, "h"), strings.TrimPrefix(pick.target, "h")
+		r.inject(t, fmt.Sprintf("path-loss %s %s 100 both (%s)", a, b, pick), []string{"path-loss", a, b, "100", "both"}, wants)
+	})
+
+	t.Run("SourceNICDown", func(t *testing.T) {
+		r.inject(t, fmt.Sprintf("host-down %d (h2's probing NIC)", meshProbeHost), []string{"host-down", fmt.Sprint(meshProbeHost)},
+			[]want{{"RDMASourceDegraded", labels{"node": "h2", "source": "h2"}}})
+	})
+
+	// The closing table: one line per fault.
+	t.Logf("mesh alert times: Prometheus scrapes every 2 s and evaluates every 1 s, alerts `for: %v`, every rule range %v; "+
+		"probes every 3 s (10 round trips, 2.5 s timeout); polled every 0.2 s", testRules.For, testRules.Range)
+	t.Logf("| fault | alert(s) | injection -> firing | clear -> quiet |")
+	for _, tm := range r.timings {
+		t.Logf("| %s | %s | %s | %s |", tm.fault, tm.alerts, seconds(tm.fire), seconds(tm.quiet))
+	}
+}
+
+func seconds(d time.Duration) string {
+	if d < 0 {
+		return "not reached"
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
