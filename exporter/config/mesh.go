@@ -48,8 +48,10 @@ type MeshSelector struct {
 func (m Mesh) Enabled() bool { return m.MaxTargets > 0 }
 
 // DefaultRotate is how long a sample lasts when rotate is not written: long
-// enough that a sample's series have many points, short enough that a
-// 1,000-node fleet with max_targets 16 covers every pair in a few weeks.
+// enough that a sample's series have many points for rates and alerts. Every
+// pair is probed after about 900 periods for 1,000 nodes with max_targets 16
+// (five weeks at this default), so a fleet that wants every path seen sooner
+// rotates faster.
 const DefaultRotate = time.Hour
 
 // minRotate keeps the set from changing faster than its series can be
