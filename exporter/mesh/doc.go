@@ -18,7 +18,7 @@
 //	B = ceil( ln(N(N-1)/q) / -ln(1-K/(N-1)) ),   q = 0.01.
 //
 // For N = 200, K = 16 that is 182 periods; for N = 1,000, K = 16, 1,141; for
-// N = 10,000, K = 32, 7,185. The tests and the simulation measure the real
+// N = 10,000, K = 32, 7,184. The tests and the simulation measure the real
 // number (it is lower: the bound is for the last of all pairs with 99%).
 //
 // A node joining the ring changes the sets of only the K nodes before it

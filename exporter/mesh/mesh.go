@@ -92,9 +92,9 @@ func Choose(cfg config.Mesh, self Self, all []config.Target, epoch uint64) Selec
 		for j, r := range succ.heap {
 			chosen[j] = r.idx
 		}
-		if len(cfg.Always) > 0 {
+		if sels := resolve(cfg.Always, self.Labels); len(sels) > 0 {
 			forOthers(all, selves, func(i int) {
-				if matchesAny(cfg.Always, self.Labels, all[i].Labels) {
+				if matchesAny(sels, all[i].Labels) {
 					chosen = append(chosen, int32(i))
 				}
 			})
@@ -161,28 +161,46 @@ func compareTargets(all []config.Target, a, b int32) int {
 	return int(a) - int(b)
 }
 
-// matchesAny reports whether a peer with labels peer is kept by one of the
-// selectors, for a node with labels own.
-func matchesAny(always []config.MeshSelector, own map[string]string, peer config.Labels) bool {
+// selector is a MeshSelector resolved against this node's labels: the
+// label values a peer must carry, all of them.
+type selector []struct{ name, value string }
+
+// resolve turns the selectors into the values a peer must carry, once per
+// Choose rather than once per target. A selector on a label this node lacks
+// keeps nobody: a node without a rack has no rack to share.
+func resolve(always []config.MeshSelector, own map[string]string) []selector {
+	out := make([]selector, 0, len(always))
+next:
 	for _, s := range always {
-		if matches(s, own, peer) {
-			return true
+		var sel selector
+		for _, n := range s.Same {
+			v := own[n]
+			if v == "" {
+				continue next
+			}
+			sel = append(sel, struct{ name, value string }{n, v})
+		}
+		for n, v := range s.Match {
+			sel = append(sel, struct{ name, value string }{n, v})
+		}
+		if len(sel) > 0 { // config refuses empty selectors; keep everyone is never meant
+			out = append(out, sel)
 		}
 	}
-	return false
+	return out
 }
 
-func matches(s config.MeshSelector, own map[string]string, peer config.Labels) bool {
-	for _, n := range s.Same {
-		// A node without the label has no rack to share.
-		if v := own[n]; v == "" || peer.Get(n) != v {
-			return false
+// matchesAny reports whether a peer with labels peer is kept by one of the
+// selectors.
+func matchesAny(sels []selector, peer config.Labels) bool {
+next:
+	for _, sel := range sels {
+		for _, l := range sel {
+			if peer.Get(l.name) != l.value {
+				continue next
+			}
 		}
+		return true
 	}
-	for n, v := range s.Match {
-		if peer.Get(n) != v {
-			return false
-		}
-	}
-	return true
+	return false
 }

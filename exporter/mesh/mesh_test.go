@@ -148,6 +148,8 @@ func TestChoose(t *testing.T) {
 			[]string{"node-b", "node-d", "node-f", "node-h"}},
 		{"always same and match together", config.Mesh{MaxTargets: 1, Labels: r1, Always: []config.MeshSelector{{Same: []string{"rack"}, Match: map[string]string{"rail": "1"}}}}, Self{Name: "node-a", Labels: r1}, 1, "node-a",
 			[]string{"node-b", "node-d", "node-f"}},
+		{"an empty selector keeps none", config.Mesh{MaxTargets: 1, Always: []config.MeshSelector{{}}}, Self{Name: "node-a"}, 1, "node-a",
+			[]string{"node-f"}},
 		{"same on a label self lacks keeps none", config.Mesh{MaxTargets: 1, Always: sameRack}, Self{Name: "node-a"}, 1, "node-a",
 			[]string{"node-f"}},
 	} {
