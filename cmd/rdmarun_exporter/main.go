@@ -44,7 +44,8 @@ func run(args []string) int {
 	configFile := app.Flag("config.file", "Configuration file.").Default("rdmarun_exporter.yml").String()
 	configCheck := app.Flag("config.check", "Check the configuration file and exit.").Bool()
 	sysfsRoot := app.Flag("sysfs.root", "Where the kernel's RDMA devices are.").Default(sysfs.Root).String()
-	deviceFlag := app.Flag("device", "Local RDMA device to probe from (default: the responder's device, else the first ACTIVE one).").String()
+	deviceFlag := app.Flag("device", "Local RDMA device to probe from (default: the responder's device, else the first ACTIVE one); also the responder's when responder.device is not set.").String()
+	sourceFlag := app.Flag("mesh.source", "This node's name: the source label of its probes, and how it finds itself among its targets. Name it as the other nodes' targets name it (default: mesh.source, else the host name).").String()
 	webFlags := kingpinflag.AddFlags(app, ":10520")
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
@@ -93,15 +94,22 @@ func run(args []string) int {
 	}
 	reg.MustRegister(collector.NewPortCollector(*sysfsRoot, logger))
 
+	// Probes and answers may use different devices: a node can probe from
+	// one NIC while its responder answers on another.
 	device := cmp.Or(*deviceFlag, cfg.Responder.Device)
 	if device == "" {
 		device = activeDevice()
 	}
-	if plan.serve && device == "" {
+	responderDevice := cmp.Or(cfg.Responder.Device, device)
+	if plan.serve && responderDevice == "" {
 		plan = responderPlan{off: "no ACTIVE RDMA device to answer on (--device or responder.device names one)"}
 	}
 	plan.register(reg)
-	mgr := targets.NewManager(reg, prober.PeerTransport(token, logger), device, logger)
+	id := targets.Identity{Source: *sourceFlag}
+	if plan.serve {
+		id.Responder = cfg.Responder.Listen
+	}
+	mgr := targets.NewManager(reg, prober.PeerTransport(token, logger), device, id, logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -113,7 +121,7 @@ func run(args []string) int {
 			"risk", "anyone who connects gets rkeys to this host's registered memory")
 	}
 	if plan.serve {
-		if err := serveResponder(ctx, cfg.Responder, device, token, logger); err != nil {
+		if err := serveResponder(ctx, cfg.Responder, responderDevice, token, logger); err != nil {
 			logger.Error("responder", "err", err)
 			return 4
 		}
@@ -158,7 +166,7 @@ func run(args []string) int {
 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
-	mux.Handle("/probe", prober.NewHandler(sc, device, token, logger))
+	mux.Handle("/probe", prober.NewHandler(sc, device, token, mgr.Source, logger))
 	// Liveness, as Prometheus and blackbox_exporter serve it: the HTTP
 	// server runs. It waits for no peer, so a lone node is healthy too.
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
@@ -194,7 +202,7 @@ func run(args []string) int {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	logger.Info("starting rdmarun_exporter", "version", version.Info(), "device", device)
+	logger.Info("starting rdmarun_exporter", "version", version.Info(), "device", device, "source", mgr.Source())
 	if err := web.ListenAndServe(srv, webFlags, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Error("http server", "err", err)
 		return 4

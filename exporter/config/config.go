@@ -25,6 +25,8 @@ type Config struct {
 	Modules   map[string]Module
 	Targets   Targets
 	Responder Responder
+	// Mesh is the zero Mesh (off) when the file has no mesh section.
+	Mesh Mesh
 }
 
 // Load reads and checks the configuration file at path. Relative paths in
@@ -132,12 +134,13 @@ func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 		Modules   map[string]moduleYAML `yaml:"modules"`
 		Targets   Targets               `yaml:"targets"`
 		Responder Responder             `yaml:"responder"`
+		Mesh      Mesh                  `yaml:"mesh"`
 	}
 	raw := plain{Targets: defaultTargets, Responder: defaultResponder}
 	if err := unmarshal(&raw); err != nil {
 		return err
 	}
-	*c = Config{Targets: raw.Targets, Responder: raw.Responder, Modules: make(map[string]Module, len(raw.Modules))}
+	*c = Config{Targets: raw.Targets, Responder: raw.Responder, Mesh: raw.Mesh, Modules: make(map[string]Module, len(raw.Modules))}
 	// Sorted, so that of several bad modules the same one is reported
 	// every time.
 	names := make([]string, 0, len(raw.Modules))

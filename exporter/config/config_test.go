@@ -38,7 +38,7 @@ func TestLoadGood(t *testing.T) {
 		},
 		Targets: Targets{
 			Static: []Target{
-				{Name: "node-a", Address: "10.0.0.1:18520", Module: "default", DevicePort: 1},
+				{Name: "node-a", Address: "10.0.0.1:18520", Module: "default", DevicePort: 1, Labels: mustLabels(t, map[string]string{"rack": "r1", "rail": "0"})},
 				{Name: "node-b", Address: "[fd00::2]:18520", Module: "rc_read", Device: "mlx5_0", DevicePort: 2},
 			},
 			Files: []string{"testdata/targets.d/rack1.yml", "/etc/rdmarun_exporter/rack2.yml"},
@@ -52,6 +52,15 @@ func TestLoadGood(t *testing.T) {
 		Responder: Responder{
 			Listen: "127.0.0.1:9999", Device: "rxe0", TokenFile: "testdata/token",
 			TLS: TLS{CertFile: "testdata/tls/cert.pem", KeyFile: "testdata/tls/key.pem", ClientCAFile: "/etc/ca.pem"},
+		},
+		Mesh: Mesh{
+			MaxTargets: 16, Rotate: 30 * time.Minute, Source: "node-c",
+			Labels: map[string]string{"rack": "r1", "rail": "0"},
+			Always: []MeshSelector{
+				{Same: []string{"rack"}},
+				{Same: []string{"rail"}, Match: map[string]string{"tor": "t1"}},
+			},
+			MaxProbesPerSecond: 20,
 		},
 	}
 	// The modules' complete tests are checked in TestModuleTests.

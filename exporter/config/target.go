@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"maps"
 	"net"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +39,9 @@ type Target struct {
 	// and the port label of their series. Not "port": a DNS target's
 	// port is its responders' TCP port.
 	DevicePort int `yaml:"device_port"`
+	// Labels place the target in the fleet (rack, rail, tor...), for the
+	// mesh's always selectors.
+	Labels Labels `yaml:"labels"`
 }
 
 // DNSTarget is a name resolved to targets again every Refresh: an SRV name
@@ -157,6 +164,9 @@ func (t *Target) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := checkDevicePort(t.DevicePort); err != nil {
 		return fmt.Errorf("target %q: %w", t.Name, err)
 	}
+	if err := t.Labels.err; err != nil {
+		return fmt.Errorf("target %q: labels: %w", t.Name, err)
+	}
 	return nil
 }
 
@@ -213,3 +223,125 @@ func checkHostPort(addr string, listen bool) error {
 	}
 	return nil
 }
+
+// Labels is a set of label names and values. It is a value, not a map, so
+// that Target stays comparable: discovery compares targets with == to see
+// what changed, and a map field would make that a compile error. The zero
+// value is no labels.
+type Labels struct {
+	// pairs is name=value for every label, sorted by name and joined by
+	// NUL: names cannot hold '=' or NUL and values cannot hold NUL, so
+	// equal sets are equal strings.
+	pairs string
+	// err is the reason the YAML was refused, kept for the Target that
+	// holds it to report under its own name.
+	err error
+}
+
+// labelName is Prometheus' rule for label names, since the names may end
+// up as labels of the probe series.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// NewLabels checks and converts a map of labels.
+func NewLabels(m map[string]string) (Labels, error) {
+	if err := checkLabels(m); err != nil {
+		return Labels{}, err
+	}
+	var b strings.Builder
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		if b.Len() > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(n)
+		b.WriteByte('=')
+		b.WriteString(m[n])
+	}
+	return Labels{pairs: b.String()}, nil
+}
+
+// checkLabels reports the first (by name) label with a bad name or an
+// empty value; an empty value would be indistinguishable from an absent
+// label to a selector.
+func checkLabels(m map[string]string) error {
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		if !labelName.MatchString(n) {
+			return fmt.Errorf("label name %q is invalid; use letters, digits and _, not starting with a digit", n)
+		}
+		switch v := m[n]; {
+		case v == "":
+			return fmt.Errorf("label %q has an empty value; give it one or remove the label", n)
+		case strings.IndexByte(v, 0) >= 0:
+			return fmt.Errorf("label %q: value %q holds a NUL byte; remove it", n, v)
+		}
+	}
+	return nil
+}
+
+// Get returns the value of the label name, "" when there is none.
+func (l Labels) Get(name string) string {
+	for rest := l.pairs; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "\x00")
+		if n, v, _ := strings.Cut(pair, "="); n == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// All yields every label, sorted by name.
+func (l Labels) All() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for rest := l.pairs; rest != ""; {
+			var pair string
+			pair, rest, _ = strings.Cut(rest, "\x00")
+			n, v, _ := strings.Cut(pair, "=")
+			if !yield(n, v) {
+				return
+			}
+		}
+	}
+}
+
+// Map returns the labels as a new map; nil when there are none.
+func (l Labels) Map() map[string]string {
+	if l.pairs == "" {
+		return nil
+	}
+	m := map[string]string{}
+	for n, v := range l.All() {
+		m[n] = v
+	}
+	return m
+}
+
+// String formats the labels as Prometheus does: {rack="r1", tor="t3"}.
+func (l Labels) String() string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for n, v := range l.All() {
+		if b.Len() > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString(n + "=" + strconv.Quote(v))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler. A bad label is kept as an
+// error for Target.UnmarshalYAML, which names the target.
+func (l *Labels) UnmarshalYAML(unmarshal func(any) error) error {
+	var m map[string]string
+	if err := unmarshal(&m); err != nil {
+		return err
+	}
+	var err error
+	if *l, err = NewLabels(m); err != nil {
+		*l = Labels{err: err}
+	}
+	return nil
+}
+
+// MarshalYAML implements yaml.Marshaler.
+func (l Labels) MarshalYAML() (any, error) { return l.Map(), nil }

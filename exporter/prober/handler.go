@@ -24,6 +24,9 @@ import (
 type Handler struct {
 	cfg    *config.SafeConfig
 	device string
+	// source gives the node's name for the source label at each request:
+	// the scheduled probes' own, which a reload may change.
+	source func() string
 	logger *slog.Logger
 	// transport gives a request's transport, its steps logged to log;
 	// tests replace it.
@@ -31,9 +34,10 @@ type Handler struct {
 }
 
 // NewHandler probes with the modules of cfg as they are at each request,
-// from the default port of device, presenting token to the responders.
-func NewHandler(cfg *config.SafeConfig, device, token string, logger *slog.Logger) *Handler {
-	return &Handler{cfg: cfg, device: device, logger: logger,
+// from the default port of device, presenting token to the responders;
+// its series carry source's answer as their source label.
+func NewHandler(cfg *config.SafeConfig, device, token string, source func() string, logger *slog.Logger) *Handler {
+	return &Handler{cfg: cfg, device: device, source: source, logger: logger,
 		transport: func(log *slog.Logger) Transport { return PeerTransport(token, log) }}
 }
 
@@ -62,11 +66,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A request names no device port, so its probes go from the default
 	// one, as a target's do when it names none.
 	p := Peer{Addr: target, Device: h.device, Port: config.DefaultDevicePort, TLS: m.TLS.Ctrl()}
+	source := h.source()
 	for _, spec := range m.Tests {
 		if spec.Measure == rdma.MeasureBandwidth {
 			continue // bandwidth probes are long; they run on their own schedule only
 		}
-		k := KeyOf(p.Device, p.Port, target, spec)
+		k := KeyOf(source, p.Device, p.Port, target, spec)
 		metrics.Init(k, false)
 		log.Debug("probe", "target", target, "module", module, "spec", spec.String(), "timeout", m.Timeout)
 		start := time.Now()

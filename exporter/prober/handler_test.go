@@ -46,7 +46,7 @@ func newFakeHandler(t *testing.T, fail error) *fakeHandler {
 	}
 	sc := config.NewSafeConfig(nil)
 	sc.C = c
-	f := &fakeHandler{Handler: NewHandler(sc, "rxe0", "secret", slog.New(slog.DiscardHandler))}
+	f := &fakeHandler{Handler: NewHandler(sc, "rxe0", "secret", func() string { return "node-a" }, slog.New(slog.DiscardHandler))}
 	f.transport = func(log *slog.Logger) Transport {
 		return func(_ context.Context, p Peer, spec rdma.Test) (*rdma.Result, error) {
 			f.mu.Lock()
@@ -97,9 +97,9 @@ func TestHandlerProbes(t *testing.T) {
 		t.Fatalf("status %d\n%s", code, body)
 	}
 	for _, want := range []string{
-		`rdma_probe_success{device="rxe0",mode="busy_poll",op="read",port="1",size_bytes="2",target="10.0.0.1:18520"} 1`,
-		`rdma_probe_success{device="rxe0",mode="busy_poll",op="read",port="1",size_bytes="4096",target="10.0.0.1:18520"} 1`,
-		`rdma_probe_latency_seconds_count{device="rxe0",mode="busy_poll",op="read",port="1",size_bytes="4096",target="10.0.0.1:18520"} 2`,
+		`rdma_probe_success{device="rxe0",mode="busy_poll",op="read",port="1",size_bytes="2",source="node-a",target="10.0.0.1:18520"} 1`,
+		`rdma_probe_success{device="rxe0",mode="busy_poll",op="read",port="1",size_bytes="4096",source="node-a",target="10.0.0.1:18520"} 1`,
+		`rdma_probe_latency_seconds_count{device="rxe0",mode="busy_poll",op="read",port="1",size_bytes="4096",source="node-a",target="10.0.0.1:18520"} 2`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("response lacks %q:\n%s", want, body)
@@ -135,7 +135,7 @@ func TestHandlerDebug(t *testing.T) {
 		`msg="probe failed" target=127.0.0.1:1 module=default`,
 		`err="responder refused"`,
 		"Metrics that would have been returned:\n",
-		`rdma_probe_success{device="rxe0",mode="event",op="write_imm",port="1",size_bytes="2",target="127.0.0.1:1"} 0`,
+		`rdma_probe_success{device="rxe0",mode="event",op="write_imm",port="1",size_bytes="2",source="node-a",target="127.0.0.1:1"} 0`,
 		`Module "default":`, "  op: write_imm\n", "  mode: event\n", "  sizes: [2B]\n", "  count: 10\n",
 		"  interval: 1s\n", "  timeout: 500ms\n",
 		"  qp: {type: rc, timeout: 14, retry_cnt: 3, rnr_retry: 7, mtu: 0}  # mtu 0: the port's active MTU\n",

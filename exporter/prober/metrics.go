@@ -18,11 +18,15 @@ import (
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
-// Labels are bounded: a fleet's targets, the few ops, sizes and modes a
-// config names, the local device and port. QPNs, GUIDs and GIDs never
-// become labels: they change with every probe or identify hardware
-// without grouping anything.
-var labelNames = []string{"device", "port", "target", "op", "size_bytes", "mode"}
+// Labels are bounded: this node's name, a fleet's targets, the few ops,
+// sizes and modes a config names, the local device and port. QPNs, GUIDs
+// and GIDs never become labels: they change with every probe or identify
+// hardware without grouping anything. source is the probing node's own
+// name (mesh.source): Prometheus' instance label says which exporter was
+// scraped, but the localisation rules must compare a prober with the
+// target label other nodes give it, so the name has to be the same kind
+// of value on both sides.
+var labelNames = []string{"source", "device", "port", "target", "op", "size_bytes", "mode"}
 
 // LatencyBuckets start at 1 us: RDMA round trips on hardware are a few
 // microseconds, below the 50 us where smokeping_prober's start. They
@@ -88,6 +92,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // Key is one label set: a target probed with one op, size and mode from
 // one local port.
 type Key struct {
+	Source string
 	Device string
 	Port   int
 	Target string
@@ -96,15 +101,15 @@ type Key struct {
 	Mode   rdma.Mode
 }
 
-// KeyOf is the label set of spec probed against target from port of
-// device. Every series is labelled through it, so the labels of the
-// scheduled probes and of /probe cannot differ.
-func KeyOf(device string, port int, target string, spec rdma.Test) Key {
-	return Key{Device: device, Port: port, Target: target, Op: spec.Op, Size: spec.Size, Mode: spec.Mode}
+// KeyOf is the label set of spec probed by node source against target
+// from port of device. Every series is labelled through it, so the labels
+// of the scheduled probes and of /probe cannot differ.
+func KeyOf(source, device string, port int, target string, spec rdma.Test) Key {
+	return Key{Source: source, Device: device, Port: port, Target: target, Op: spec.Op, Size: spec.Size, Mode: spec.Mode}
 }
 
 func (k Key) values() []string {
-	return []string{k.Device, strconv.Itoa(k.Port), k.Target, k.Op.String(), strconv.Itoa(k.Size), k.Mode.String()}
+	return []string{k.Source, k.Device, strconv.Itoa(k.Port), k.Target, k.Op.String(), strconv.Itoa(k.Size), k.Mode.String()}
 }
 
 // retryStatuses are the completion statuses the alerts watch; their series

@@ -20,7 +20,7 @@ import (
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
-var key = Key{Device: "rxe1", Port: 1, Target: "10.0.0.1:18520", Op: rdma.OpWrite, Size: 2, Mode: rdma.ModeEvent}
+var key = Key{Source: "node-b", Device: "rxe1", Port: 1, Target: "10.0.0.1:18520", Op: rdma.OpWrite, Size: 2, Mode: rdma.ModeEvent}
 
 // latencyResult is a result whose histogram holds the given samples (ns).
 func latencyResult(samples ...int64) *rdma.Result {
@@ -44,7 +44,7 @@ func TestProbeSuccess(t *testing.T) {
 	want := `
 # HELP rdma_probe_success Whether the last probe succeeded (1) or not (0).
 # TYPE rdma_probe_success gauge
-rdma_probe_success{device="rxe1",mode="event",op="write",port="1",size_bytes="2",target="10.0.0.1:18520"} 1
+rdma_probe_success{device="rxe1",mode="event",op="write",port="1",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 1
 `
 	if err := testutil.CollectAndCompare(reg, strings.NewReader(want), "rdma_probe_success"); err != nil {
 		t.Error(err)
@@ -237,10 +237,18 @@ func BenchmarkProbeRound(b *testing.B) {
 	b.ReportMetric(heap, "heap-B/target")
 }
 
-// BenchmarkScrape serves /metrics for 1,000 probed targets, as Prometheus
-// would scrape it: gathering and encoding every series (an op is a scrape).
+// BenchmarkScrape serves /metrics for 32 probed targets (a node's share
+// of a mesh with max_targets: 32) and for 1,000 (every peer of a large
+// fleet), as Prometheus would scrape it: gathering and encoding every
+// series (an op is a scrape).
 func BenchmarkScrape(b *testing.B) {
-	reg, m, keys, heap := benchTargets(b, 1000)
+	for _, n := range []int{32, 1000} {
+		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) { benchmarkScrape(b, n) })
+	}
+}
+
+func benchmarkScrape(b *testing.B, targets int) {
+	reg, m, keys, heap := benchTargets(b, targets)
 	res := latencyResult(2000, 3000, 5000, 9000, 40000)
 	tr := func(context.Context, Peer, rdma.Test) (*rdma.Result, error) { return res, nil }
 	for _, k := range keys {

@@ -33,13 +33,23 @@ type Scheduler struct {
 	// MaxPerSecond caps the probes sent to one target, over all its
 	// jobs; 0 means no cap.
 	MaxPerSecond float64
-	// Both above are read under mu once probing runs; change them with
-	// SetLimits.
-	Logger *slog.Logger
+	// NodeMaxPerSecond caps the probes this node starts, over every
+	// target and module together (mesh.max_probes_per_second); 0 means
+	// no cap. The three above are read under mu once probing runs;
+	// change them with SetLimits.
+	NodeMaxPerSecond float64
+	Logger           *slog.Logger
 
-	lag  prometheus.Histogram
-	mu   sync.Mutex
-	next map[string]time.Time // per target: the earliest a probe may start
+	lag    prometheus.Histogram
+	shed   prometheus.Counter
+	budget prometheus.Gauge
+	demand prometheus.Gauge
+	mu     sync.Mutex
+	next   map[string]time.Time // per target: the earliest a probe may start
+	// nextNode is the node's next free start slot under NodeMaxPerSecond.
+	// Slots are 1/NodeMaxPerSecond apart, so probes that fall due together
+	// start spread over time instead of in one burst.
+	nextNode time.Time
 	// swept is len(next) after the last sweep of past entries; targets
 	// come and go with DNS answers, so the map is swept when it doubles.
 	swept int
@@ -47,8 +57,8 @@ type Scheduler struct {
 	randM sync.Mutex
 }
 
-// NewScheduler registers the scheduler's own metric (how late probes
-// start) on reg.
+// NewScheduler registers the scheduler's own metrics (how late probes
+// start, the node's budget, the demand on it and the rounds shed) on reg.
 func NewScheduler(reg prometheus.Registerer, tr Transport, m *Metrics, jitter, maxPerSecond float64, logger *slog.Logger) *Scheduler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -60,10 +70,22 @@ func NewScheduler(reg prometheus.Registerer, tr Transport, m *Metrics, jitter, m
 			Help:    "How much later than scheduled a probe started, in seconds: rate caps and an overloaded host show here.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 8),
 		}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rdmarun_exporter_probes_shed_total",
+			Help: "Probe rounds skipped because the node's probe budget (mesh.max_probes_per_second) had no start slot within the probe's interval.",
+		}),
+		budget: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rdmarun_exporter_probe_budget_per_second",
+			Help: "The node's probe budget, probes started per second over all targets and modules (mesh.max_probes_per_second); 0 means no cap.",
+		}),
+		demand: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rdmarun_exporter_probe_demand_per_second",
+			Help: "Probes per second the schedule asks for: the sum over the running probe jobs of one over their interval.",
+		}),
 		next: map[string]time.Time{},
 		rand: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed)),
 	}
-	reg.MustRegister(s.lag)
+	reg.MustRegister(s.lag, s.shed, s.budget, s.demand)
 	return s
 }
 
@@ -73,9 +95,12 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) {
 	var wg sync.WaitGroup
 	for _, j := range jobs {
 		s.Metrics.Init(j.Key, j.Spec.Measure == rdma.MeasureBandwidth)
+		rate := 1 / j.Interval.Seconds()
+		s.demand.Add(rate)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer s.demand.Sub(rate)
 			s.loop(ctx, j)
 		}()
 	}
@@ -88,13 +113,16 @@ func (s *Scheduler) loop(ctx context.Context, j Job) {
 		if !sleepUntil(ctx, due) {
 			return
 		}
-		start := s.admit(ctx, j.Peer.Addr)
-		if start.IsZero() {
+		switch start, admitted := s.admit(ctx, j.Peer.Addr, j.Interval); {
+		case ctx.Err() != nil:
 			return
-		}
-		s.lag.Observe(start.Sub(due).Seconds())
-		if err := ProbeRDMA(ctx, s.Transport, s.Metrics, j.Key, j.Peer, j.Spec, j.Timeout); err != nil && ctx.Err() == nil {
-			s.Logger.Debug("probe failed", "target", j.Peer.Addr, "op", j.Key.Op, "size", j.Key.Size, "err", err)
+		case !admitted:
+			s.shed.Inc()
+		default:
+			s.lag.Observe(start.Sub(due).Seconds())
+			if err := ProbeRDMA(ctx, s.Transport, s.Metrics, j.Key, j.Peer, j.Spec, j.Timeout); err != nil && ctx.Err() == nil {
+				s.Logger.Debug("probe failed", "target", j.Peer.Addr, "op", j.Key.Op, "size", j.Key.Size, "err", err)
+			}
 		}
 		// The next probe is due an interval after this one was, not
 		// after it ended, so a slow target does not drift its schedule.
@@ -109,43 +137,58 @@ func (s *Scheduler) loop(ctx context.Context, j Job) {
 	}
 }
 
-// admit waits until the target's rate cap allows a probe and books it;
-// it returns the start time, or zero when ctx ended first.
-func (s *Scheduler) admit(ctx context.Context, target string) time.Time {
+// admit books a start for one probe of a job due every interval, under
+// the target's rate cap and the node's budget, and waits for it. It
+// returns the start and true; false when the node's budget has no slot
+// within interval (the round is shed rather than run late: a probe later
+// than its interval would only push the next one back, and the schedule
+// would fall further behind for good); a zero time when ctx ended first.
+func (s *Scheduler) admit(ctx context.Context, target string, interval time.Duration) (time.Time, bool) {
 	s.mu.Lock()
-	if s.MaxPerSecond <= 0 {
-		s.mu.Unlock()
-		return time.Now()
-	}
-	gap := time.Duration(float64(time.Second) / s.MaxPerSecond)
-	start := time.Now()
-	if n := s.next[target]; n.After(start) {
-		start = n
-	}
-	s.next[target] = start.Add(gap)
-	if len(s.next) > 2*max(s.swept, 32) {
-		// An entry in the past no longer holds anything back.
-		for t, n := range s.next {
-			if n.Before(start) {
-				delete(s.next, t)
-			}
+	now := time.Now()
+	start := now
+	if s.NodeMaxPerSecond > 0 {
+		slot := now
+		if s.nextNode.After(now) {
+			slot = s.nextNode
 		}
-		s.swept = len(s.next)
+		if slot.Sub(now) > interval {
+			s.mu.Unlock()
+			return now, false
+		}
+		s.nextNode = slot.Add(time.Duration(float64(time.Second) / s.NodeMaxPerSecond))
+		start = slot
+	}
+	if s.MaxPerSecond > 0 {
+		if n := s.next[target]; n.After(start) {
+			start = n
+		}
+		s.next[target] = start.Add(time.Duration(float64(time.Second) / s.MaxPerSecond))
+		if len(s.next) > 2*max(s.swept, 32) {
+			// An entry in the past no longer holds anything back.
+			for t, n := range s.next {
+				if n.Before(now) {
+					delete(s.next, t)
+				}
+			}
+			s.swept = len(s.next)
+		}
 	}
 	s.mu.Unlock()
 	if !sleepUntil(ctx, start) {
-		return time.Time{}
+		return time.Time{}, true
 	}
-	return start
+	return start, true
 }
 
-// SetLimits changes the jitter and the per-target rate cap, for a
-// reloaded configuration; probes under way take them from their next
-// round.
-func (s *Scheduler) SetLimits(jitter, maxPerSecond float64) {
+// SetLimits changes the jitter, the per-target rate cap and the node's
+// budget, for a reloaded configuration; probes under way take them from
+// their next round.
+func (s *Scheduler) SetLimits(jitter, maxPerSecond, nodeMaxPerSecond float64) {
 	s.mu.Lock()
-	s.Jitter, s.MaxPerSecond = jitter, maxPerSecond
+	s.Jitter, s.MaxPerSecond, s.NodeMaxPerSecond = jitter, maxPerSecond, nodeMaxPerSecond
 	s.mu.Unlock()
+	s.budget.Set(nodeMaxPerSecond)
 }
 
 func (s *Scheduler) uniform() float64 {

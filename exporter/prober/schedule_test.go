@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -127,7 +128,7 @@ func TestSchedulerForgetsPastTargets(t *testing.T) {
 	s := NewScheduler(prometheus.NewRegistry(), nil, nil, 0, 1000, nil)
 	ctx := context.Background()
 	for i := range 1000 {
-		if s.admit(ctx, "10.0.0."+strconv.Itoa(i)+":18520").IsZero() {
+		if start, _ := s.admit(ctx, "10.0.0."+strconv.Itoa(i)+":18520", time.Second); start.IsZero() {
 			t.Fatal("admit gave up with a live context")
 		}
 		// Each entry holds for 1 ms; let it pass before the next.
@@ -146,9 +147,10 @@ func TestSchedulerForgetsPastTargets(t *testing.T) {
 func TestSchedulerSetLimits(t *testing.T) {
 	s := NewScheduler(prometheus.NewRegistry(), nil, nil, 0, 0, nil)
 	ctx := context.Background()
-	first := s.admit(ctx, "t")
-	s.SetLimits(0.5, 10) // at most one probe per 100 ms
-	a, b := s.admit(ctx, "t"), s.admit(ctx, "t")
+	first, _ := s.admit(ctx, "t", time.Second)
+	s.SetLimits(0.5, 10, 0) // at most one probe per 100 ms
+	a, _ := s.admit(ctx, "t", time.Second)
+	b, _ := s.admit(ctx, "t", time.Second)
 	if gap := b.Sub(a); gap < 90*time.Millisecond {
 		t.Errorf("after SetLimits(_, 10), two probes of one target %v apart, want >= 100 ms", gap)
 	}
@@ -159,6 +161,65 @@ func TestSchedulerSetLimits(t *testing.T) {
 	j := s.Jitter
 	s.mu.Unlock()
 	if j != 0.5 {
-		t.Errorf("jitter %v after SetLimits(0.5, _)", j)
+		t.Errorf("jitter %v after SetLimits(0.5, _, _)", j)
+	}
+}
+
+// TestSchedulerNodeBudget: twenty targets, each due every 100 ms (200
+// probes/s asked for), under a node budget of 50/s: starts come at most
+// one per 20 ms, spread rather than in bursts, and the rounds the budget
+// cannot fit within an interval are shed and counted, not queued.
+func TestSchedulerNodeBudget(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rec := &recorder{starts: map[string][]time.Time{}}
+	s := NewScheduler(reg, rec.run, NewMetrics(reg), 0, 0, nil)
+	s.SetLimits(0, 0, 50)
+	var targets []string
+	for i := range 20 {
+		targets = append(targets, "t"+strconv.Itoa(i)+":1")
+	}
+	js := jobs(targets...)
+	for i := range js {
+		js[i].Interval = 100 * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { s.Run(ctx, js); close(done) }()
+	// The demand is known while the jobs run.
+	time.Sleep(200 * time.Millisecond)
+	if d := testutil.ToFloat64(s.demand); d < 199 || d > 201 {
+		t.Errorf("demand %v probes/s, want 200 (20 jobs every 100 ms)", d)
+	}
+	<-done
+	var all []time.Time
+	for _, st := range rec.starts {
+		all = append(all, st...)
+	}
+	slices.SortFunc(all, func(a, b time.Time) int { return a.Compare(b) })
+	// One second at 50/s: 50 slots, the first at once.
+	if n := len(all); n < 40 || n > 51 {
+		t.Errorf("%d probes started in 1 s under a budget of 50/s", n)
+	}
+	// Slots are 20 ms apart, so any six starts span at least 100 ms; a
+	// start is recorded when the transport is called, at most a scheduling
+	// delay after its slot, hence the 20 ms of slack. Bunched, the 20
+	// targets due together would start within a millisecond.
+	for i := 5; i < len(all); i++ {
+		if span := all[i].Sub(all[i-5]); span < 80*time.Millisecond {
+			t.Errorf("probes %d to %d started within %v, want >= 100 ms for six starts at 50/s (spread, not bunched)", i-5, i, span)
+			break
+		}
+	}
+	shed := testutil.ToFloat64(s.shed)
+	// 200 rounds fell due and 50 ran; most of the rest were shed.
+	if shed < 100 {
+		t.Errorf("%v rounds shed, want most of the ~150 the budget could not fit", shed)
+	}
+	if d := testutil.ToFloat64(s.demand); d != 0 {
+		t.Errorf("demand %v after every job stopped, want 0", d)
+	}
+	if b := testutil.ToFloat64(s.budget); b != 50 {
+		t.Errorf("budget gauge %v, want 50", b)
 	}
 }

@@ -7,8 +7,9 @@ import (
 )
 
 // jobs lists a target's jobs, one per spec of its module, probing from
-// the target's device, else from device, on the target's device port.
-func jobs(cfg *config.Config, t config.Target, device string) []prober.Job {
+// the target's device, else from device, on the target's device port,
+// labelled with this node's name, source.
+func jobs(cfg *config.Config, t config.Target, device, source string) []prober.Job {
 	if t.Device != "" {
 		device = t.Device
 	}
@@ -20,7 +21,7 @@ func jobs(cfg *config.Config, t config.Target, device string) []prober.Job {
 		if spec.Measure == rdma.MeasureBandwidth && m.Bandwidth != nil {
 			interval = m.Bandwidth.Interval
 		}
-		k := prober.KeyOf(p.Device, p.Port, t.Name, spec)
+		k := prober.KeyOf(source, p.Device, p.Port, t.Name, spec)
 		out = append(out, prober.Job{Key: k, Peer: p, Spec: spec, Interval: interval, Timeout: m.Timeout})
 	}
 	return out

@@ -21,11 +21,13 @@ import (
 
 // Manager runs the probes of the targets a configuration discovers.
 type Manager struct {
-	device  string
-	logger  *slog.Logger
-	sched   *prober.Scheduler
-	metrics *prober.Metrics
-	disc    *discovery.Metrics
+	device      string
+	id          Identity
+	logger      *slog.Logger
+	sched       *prober.Scheduler
+	metrics     *prober.Metrics
+	disc        *discovery.Metrics
+	meshMetrics *meshMetrics
 
 	// applyMu makes Apply and Stop take turns, so one discovery runs at
 	// a time.
@@ -35,8 +37,14 @@ type Manager struct {
 	discCancel context.CancelFunc
 	discDone   chan struct{}
 
-	mu   sync.Mutex
-	runs map[string]*targetRun // by target name
+	// selMu makes discovery's new sets and the mesh's epoch changes take
+	// turns; discovered is the last set discovery gave.
+	selMu      sync.Mutex
+	discovered []config.Target
+
+	mu     sync.Mutex
+	runs   map[string]*targetRun // by target name
+	source string                // the source label of the probes running
 }
 
 // targetRun is the probing of one target. Targets run apart so that a
@@ -54,19 +62,22 @@ type targetRun struct {
 // from stopping the exporter from serving.
 const firstTargetsWait = 30 * time.Second
 
-// NewManager registers the probe, scheduler and discovery metrics on reg.
-// Probes go through tr, from device unless a target names its own.
-// Nothing runs before the first Apply.
-func NewManager(reg prometheus.Registerer, tr prober.Transport, device string, logger *slog.Logger) *Manager {
+// NewManager registers the probe, scheduler, discovery and mesh metrics
+// on reg. Probes go through tr, from device unless a target names its
+// own; id says which of the targets is this node. Nothing runs before the
+// first Apply.
+func NewManager(reg prometheus.Registerer, tr prober.Transport, device string, id Identity, logger *slog.Logger) *Manager {
 	metrics := prober.NewMetrics(reg)
 	return &Manager{
 		device:  device,
+		id:      id,
 		logger:  logger,
 		metrics: metrics,
 		// The configuration's limits come with Apply, before any job.
-		sched: prober.NewScheduler(reg, tr, metrics, 0, 0, logger),
-		disc:  discovery.NewMetrics(reg),
-		runs:  map[string]*targetRun{},
+		sched:       prober.NewScheduler(reg, tr, metrics, 0, 0, logger),
+		disc:        discovery.NewMetrics(reg),
+		meshMetrics: newMeshMetrics(reg),
+		runs:        map[string]*targetRun{},
 	}
 }
 
@@ -83,7 +94,7 @@ func (m *Manager) Apply(ctx context.Context, cfg *config.Config) {
 	if m.stopped {
 		return
 	}
-	m.sched.SetLimits(cfg.Targets.Jitter, cfg.Targets.MaxProbesPerSecond)
+	m.sched.SetLimits(cfg.Targets.Jitter, cfg.Targets.MaxProbesPerSecond, cfg.Mesh.MaxProbesPerSecond)
 	m.stopDiscovery()
 	m.waitFirst(ctx, m.startDiscovery(ctx, cfg))
 }
@@ -118,15 +129,23 @@ func (m *Manager) startDiscovery(ctx context.Context, cfg *config.Config) <-chan
 	dctx, cancel := context.WithCancel(ctx)
 	done, first := make(chan struct{}), make(chan struct{})
 	m.discCancel, m.discDone = cancel, done
+	m.selMu.Lock()
+	m.discovered = nil // the last set came with another config's modules
+	m.selMu.Unlock()
 	go func() {
 		defer close(done)
 		var once sync.Once
+		var rotating sync.WaitGroup
+		if cfg.Mesh.Enabled() {
+			rotating.Go(func() { m.rotate(dctx, ctx, cfg) })
+		}
 		d.Run(dctx, func(ts []config.Target) {
 			// ctx, not dctx: the probes outlive this discovery, which the
 			// next Apply replaces.
-			m.setTargets(ctx, cfg, ts)
+			m.follow(ctx, cfg, ts)
 			once.Do(func() { close(first) })
 		})
+		rotating.Wait()
 	}()
 	return first
 }
@@ -158,11 +177,11 @@ func (m *Manager) waitFirst(ctx context.Context, first <-chan struct{}) {
 // within its probe timeout), the series of keys no longer probed are
 // deleted, so that a removed target disappears instead of showing its last
 // values forever, and new targets start with their series at zero.
-func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []config.Target) {
+func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []config.Target, source string) {
 	want := make(map[string][]prober.Job, len(targets))
 	keep := map[prober.Key]bool{}
 	for _, t := range targets {
-		js := jobs(cfg, t, m.device)
+		js := jobs(cfg, t, m.device, source)
 		want[t.Name] = js
 		for _, j := range js {
 			keep[j.Key] = true
@@ -170,6 +189,7 @@ func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.source = source
 	var stopped []*targetRun
 	for name, r := range m.runs {
 		if js, ok := want[name]; ok && reflect.DeepEqual(js, r.jobs) {

@@ -84,7 +84,7 @@ func newManager(t *testing.T) (*Manager, *prometheus.Registry, *fakePeers) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	f := &fakePeers{peers: map[string]prober.Peer{}}
-	m := NewManager(reg, f.transport, "rxe0", slog.New(slog.DiscardHandler))
+	m := NewManager(reg, f.transport, "rxe0", Identity{Source: "node-a"}, slog.New(slog.DiscardHandler))
 	t.Cleanup(m.Stop)
 	return m, reg, f
 }
@@ -181,18 +181,18 @@ func TestManagerStop(t *testing.T) {
 func TestJobs(t *testing.T) {
 	cfg := parse(t, "    - {name: a, address: 10.0.0.1:18520, module: with_bandwidth, device_port: 2}\n")
 	tgt := cfg.Targets.Static[0]
-	js := jobs(cfg, tgt, "rxe0")
+	js := jobs(cfg, tgt, "rxe0", "node-a")
 	if len(js) != 2 {
 		t.Fatalf("%d jobs, want a latency and a bandwidth one", len(js))
 	}
 	var got []string
 	for _, j := range js {
-		got = append(got, fmt.Sprintf("%s %d B every %v within %v: key %s/%d %s, peer %s %s/%d",
-			j.Spec.Measure, j.Spec.Size, j.Interval, j.Timeout, j.Key.Device, j.Key.Port, j.Key.Target, j.Peer.Addr, j.Peer.Device, j.Peer.Port))
+		got = append(got, fmt.Sprintf("%s %d B every %v within %v: key %s %s/%d %s, peer %s %s/%d",
+			j.Spec.Measure, j.Spec.Size, j.Interval, j.Timeout, j.Key.Source, j.Key.Device, j.Key.Port, j.Key.Target, j.Peer.Addr, j.Peer.Device, j.Peer.Port))
 	}
 	want := []string{
-		"latency 2 B every 1s within 500ms: key rxe0/2 a, peer 10.0.0.1:18520 rxe0/2",
-		"bandwidth 65536 B every 2s within 500ms: key rxe0/2 a, peer 10.0.0.1:18520 rxe0/2",
+		"latency 2 B every 1s within 500ms: key node-a rxe0/2 a, peer 10.0.0.1:18520 rxe0/2",
+		"bandwidth 65536 B every 2s within 500ms: key node-a rxe0/2 a, peer 10.0.0.1:18520 rxe0/2",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("jobs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

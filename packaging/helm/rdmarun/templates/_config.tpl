@@ -17,5 +17,9 @@ how to make one; the chart never allows an unauthenticated responder.
 {{- with .Values.config.staticTargets }}
 {{- $_ := set $targets "static" . }}
 {{- end }}
-{{- dict "modules" .Values.config.modules "targets" $targets "responder" $responder | toYaml }}
+{{- $config := dict "modules" .Values.config.modules "targets" $targets "responder" $responder }}
+{{- with .Values.config.mesh }}
+{{- $_ := set $config "mesh" (dict "max_targets" (int .maxTargets) "rotate" .rotate "max_probes_per_second" .maxProbesPerSecond) }}
+{{- end }}
+{{- $config | toYaml }}
 {{- end }}
