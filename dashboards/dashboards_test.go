@@ -35,7 +35,7 @@ func queries(t *testing.T) []Query {
 }
 
 func TestFiles(t *testing.T) {
-	want := []string{"rdma-fleet.json", "rdma-ports.json", "rdma-target.json"}
+	want := []string{"rdma-fleet.json", "rdma-mesh.json", "rdma-ports.json", "rdma-target.json"}
 	if got := Files(); !slices.Equal(got, want) {
 		t.Errorf("Files() = %v, want %v", got, want)
 	}

@@ -12,9 +12,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,6 +58,12 @@ func run(args []string) int {
 	app.HelpFlag.Short('h')
 	if _, err := app.Parse(args); err != nil {
 		fmt.Fprintf(os.Stderr, "rdmarun_exporter: %v (see --help)\n", err)
+		return 3
+	}
+	// The name becomes a label value that the rules join with target
+	// labels, which never hold white space.
+	if strings.ContainsFunc(*sourceFlag, unicode.IsSpace) {
+		fmt.Fprintf(os.Stderr, "rdmarun_exporter: --mesh.source %q holds white space; use the node's name as its targets list it\n", *sourceFlag)
 		return 3
 	}
 	logger := promslog.New(logConfig)

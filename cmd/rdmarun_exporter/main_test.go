@@ -33,6 +33,9 @@ func TestConfigCheck(t *testing.T) {
 	if code := run([]string{"--no-such-flag"}); code != 3 {
 		t.Errorf("bad flag: exit %d, want 3", code)
 	}
+	if code := run([]string{"--config.file=../../exporter/config/testdata/good.yml", "--config.check", "--mesh.source=node a"}); code != 3 {
+		t.Errorf("--mesh.source with a space: exit %d, want 3", code)
+	}
 }
 
 func freeAddr(t *testing.T) string {

@@ -20,6 +20,8 @@ import (
 // must be a deliberate change here too, since Alertmanager routes and
 // silences refer to these names.
 var wantAlerts = []string{
+	"RDMANodeUnreachable",
+	"RDMAPathDegraded",
 	"RDMAPortNotActive",
 	"RDMAPortRateDegraded",
 	"RDMAPortRetryCountersRising",
@@ -29,6 +31,7 @@ var wantAlerts = []string{
 	"RDMAProbeLatencyHigh",
 	"RDMAProbeRetryErrors",
 	"RDMAResponderUnauthenticated",
+	"RDMASourceDegraded",
 }
 
 const thresholdPrefix = "rdma:alert_threshold:"
@@ -105,11 +108,7 @@ func TestThresholdsInOnePlace(t *testing.T) {
 		if !strings.HasPrefix(name, thresholdPrefix) {
 			continue
 		}
-		used := false
-		for _, r := range rules {
-			used = used || (r.Alert != "" && strings.Contains(r.Expr, name))
-		}
-		if !used {
+		if !usedByAlert(rules, name) {
 			t.Errorf("threshold %s is used by no alert", name)
 		}
 	}
@@ -127,6 +126,61 @@ func TestThresholdsInOnePlace(t *testing.T) {
 				t.Errorf("%s compares with a literal %q; make it a threshold rule", r.Alert, m)
 			}
 		}
+	}
+}
+
+// usedByAlert reports whether an alert reads the series name, directly
+// or through recording rules that read it: the mesh alerts read the
+// classification rules of the rdma-mesh group, which hold the thresholds.
+func usedByAlert(rules []Rule, name string) bool {
+	reads := map[string]bool{name: true}
+	for grew := true; grew; {
+		grew = false
+		for _, r := range rules {
+			if reads[r.Record] || r.Record == "" {
+				continue
+			}
+			for n := range reads {
+				if readsName(r.Expr, n) {
+					reads[r.Record], grew = true, true
+					break
+				}
+			}
+		}
+	}
+	for _, r := range rules {
+		for n := range reads {
+			if r.Alert != "" && readsName(r.Expr, n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// readsName reports whether expr names the series name, as a whole name:
+// rdma:mesh_source_targets is not read by an expression that reads only
+// rdma:mesh_source_targets_reachable.
+func readsName(expr, name string) bool {
+	return regexp.MustCompile(`(^|[^A-Za-z0-9_:])` + regexp.QuoteMeta(name) + `($|[^A-Za-z0-9_:])`).MatchString(expr)
+}
+
+func TestUsedByAlert(t *testing.T) {
+	rules := []Rule{
+		{Record: "t", Expr: "vector(1)"},
+		{Record: "a", Expr: "x > on() group_left() t"},
+		{Record: "b", Expr: "a * 2"},
+		{Record: "ab", Expr: "b_other"},
+		{Alert: "A", Expr: "b == 1"},
+		{Record: "unused", Expr: "vector(2)"},
+		{Record: "c", Expr: "unused + 1"},
+		{Alert: "B", Expr: "c_total > 0 and unused_too"},
+	}
+	if !usedByAlert(rules, "t") {
+		t.Error("t, read by a, read by b, read by alert A, is not used")
+	}
+	if usedByAlert(rules, "unused") {
+		t.Error("unused, read only by c and by no alert, counts as used")
 	}
 }
 

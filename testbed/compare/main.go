@@ -21,7 +21,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rdmarun/rdmarun/internal/perftest"
@@ -39,6 +38,7 @@ type options struct {
 	serverAddr string
 	only       string
 	timeout    time.Duration
+	pin        bool
 }
 
 // test is one perftest tool run and the rdmarun run that measures the same.
@@ -48,27 +48,71 @@ type test struct {
 	args      []string // perftest arguments for both sides
 	bench     []string // rdmarun bench arguments
 	bandwidth bool
-	rtt       bool // perftest reports the round trip (read, atomics), not half of it
+	// msgRate compares messages per second: a bandwidth run of small
+	// messages, where the cost per operation shows.
+	msgRate bool
+	size    int  // message size of a msgRate test, in bytes
+	rtt     bool // perftest reports the round trip (read, atomics), not half of it
+	// pinned runs both tools' servers on serverCPU and clients on
+	// clientCPU, the whole process (rdmarun's Go runtime threads too).
+	pinned bool
 }
+
+// The CPUs of pinned runs: two, as the testbed VM has.
+const serverCPU, clientCPU = "1", "0"
+
+// The responders: unpinned, and pinned to serverCPU for pinned runs.
+const servePort, pinnedServePort = "18520", "18521"
 
 func tests(o options) []test {
 	lat, bw := strconv.Itoa(o.latIters), strconv.Itoa(o.bwIters)
-	// Reads and atomics may have 16 outstanding on both tools: perftest
-	// defaults to the device's maximum, rdmarun to 1.
-	return []test{
+	latency := []test{
 		{name: "write lat 2B", tool: "ib_write_lat", args: []string{"-s", "2", "-n", lat}, bench: []string{"--op", "write", "--sizes", "2", "--iters", lat}},
 		{name: "read lat 2B", tool: "ib_read_lat", args: []string{"-s", "2", "-n", lat}, bench: []string{"--op", "read", "--sizes", "2", "--iters", lat}, rtt: true},
 		{name: "send lat 2B", tool: "ib_send_lat", args: []string{"-s", "2", "-n", lat}, bench: []string{"--op", "send", "--sizes", "2", "--iters", lat}},
 		{name: "atomic lat 8B", tool: "ib_atomic_lat", args: []string{"-n", lat}, bench: []string{"--op", "fetch_add", "--iters", lat}, rtt: true},
-		{name: "write bw 64KiB", tool: "ib_write_bw", args: []string{"-s", "65536", "-n", bw}, bench: []string{"--op", "write", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw}, bandwidth: true},
-		{name: "write bw 64KiB 4 QPs", tool: "ib_write_bw", args: []string{"-s", "65536", "-n", bw, "-q", "4"}, bench: []string{"--op", "write", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--qps", "4"}, bandwidth: true},
-		{name: "read bw 64KiB", tool: "ib_read_bw", args: []string{"-s", "65536", "-n", bw, "-o", "16"}, bench: []string{"--op", "read", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--max-rd-atomic", "16"}, bandwidth: true},
-		{name: "send bw 64KiB", tool: "ib_send_bw", args: []string{"-s", "65536", "-n", bw}, bench: []string{"--op", "send", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw}, bandwidth: true},
 	}
+	var out []test
+	// Pinned first: pinning is what makes latency comparable on two
+	// CPUs, so those rows are the ones to read; the unpinned ones stay for
+	// what a user who pins nothing sees.
+	if o.pin {
+		for _, t := range latency {
+			t.name += " pinned"
+			t.pinned = true
+			out = append(out, t)
+		}
+	}
+	out = append(out, latency...)
+	// Reads may have 16 outstanding on both tools: perftest defaults to
+	// the device's maximum, rdmarun to 1.
+	out = append(out,
+		test{name: "write bw 64KiB", tool: "ib_write_bw", args: []string{"-s", "65536", "-n", bw}, bench: []string{"--op", "write", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw}, bandwidth: true},
+		test{name: "write bw 64KiB 4 QPs", tool: "ib_write_bw", args: []string{"-s", "65536", "-n", bw, "-q", "4"}, bench: []string{"--op", "write", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--qps", "4"}, bandwidth: true},
+		test{name: "read bw 64KiB", tool: "ib_read_bw", args: []string{"-s", "65536", "-n", bw, "-o", "16"}, bench: []string{"--op", "read", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--max-rd-atomic", "16"}, bandwidth: true},
+		test{name: "send bw 64KiB", tool: "ib_send_bw", args: []string{"-s", "65536", "-n", bw}, bench: []string{"--op", "send", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw}, bandwidth: true},
+	)
+	// Message rate: the same window (128 WRs), completion moderation
+	// (every 100th send signalled) and post list (one WR per post, both
+	// tools' default) on both sides, written out so a change of either
+	// tool's defaults cannot skew the rows.
+	for _, op := range []string{"write", "send"} {
+		for _, size := range []int{2, 64} {
+			n := strconv.Itoa(size)
+			out = append(out, test{
+				name: fmt.Sprintf("%s rate %dB", op, size), tool: "ib_" + op + "_bw",
+				args:      []string{"-s", n, "-n", bw, "-t", "128", "-Q", "100", "-l", "1"},
+				bench:     []string{"--op", op, "--measure", "bandwidth", "--sizes", n, "--iters", bw, "--tx-depth", "128", "--cq-moderation", "100"},
+				bandwidth: true, msgRate: true, size: size,
+			})
+		}
+	}
+	return out
 }
 
-// sample is one run: latency in microseconds, or bandwidth in bytes/s.
-type sample struct{ min, median, p99, p999, bytesPerSec float64 }
+// sample is one run: latency in microseconds, or bandwidth in bytes/s
+// and messages per second.
+type sample struct{ min, median, p99, p999, bytesPerSec, msgsPerSec float64 }
 
 func main() { os.Exit(run()) }
 
@@ -84,6 +128,7 @@ func run() int {
 	flag.StringVar(&o.serverAddr, "server-addr", "10.0.0.1", "IP address of the server device's netdev")
 	flag.StringVar(&o.only, "only", "", "run only the tests whose name contains this")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "deadline of each tool run")
+	flag.BoolVar(&o.pin, "pin", true, "also run the latency tests with both tools pinned alike: servers on CPU "+serverCPU+", clients on CPU "+clientCPU)
 	flag.Parse()
 	if err := compare(os.Stdout, o); err != nil {
 		fmt.Fprintf(os.Stderr, "compare: %v\n", err)
@@ -104,18 +149,26 @@ func compare(w io.Writer, o options) error {
 	if out, err := exec.Command(o.rdmarun, "token", o.tokenFile).CombinedOutput(); err != nil {
 		return fmt.Errorf("rdmarun token: %w: %s", err, out)
 	}
-	serve, err := startServe(o)
+	serve, err := startServe(o, servePort, false)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
+	if o.pin {
+		pinned, err := startServe(o, pinnedServePort, true)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = pinned.Process.Kill(); _ = pinned.Wait() }()
+	}
 
 	fmt.Fprintf(w, "perftest vs rdmarun, %s -> %s (GID index %d), RC, busy-poll, no inline data (perftest does not use inline on rxe), two processes each.\n", o.clientDev, o.serverDev, o.gidIndex)
 	fmt.Fprintf(w, "%d interleaved runs per tool and test; each cell is the median over runs, the spread the lowest and highest per-run median or average.\n", o.pairs)
 	fmt.Fprintf(w, "Latency in microseconds: one-way (RTT/2) for write and send, round trip for read and atomics, as perftest reports them.\n")
-	fmt.Fprintf(w, "Bandwidth from first post to last completion, in Gb/s (10^9 bit/s); perftest's MB/sec is MiB/s and is converted.\n\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "test\ttool\tmin us\tmedian us\tp99 us\tp99.9 us\tGb/s\tspread\trdmarun/perftest\t")
+	fmt.Fprintf(w, "\"pinned\": both tools' servers on CPU %s and clients on CPU %s (taskset, whole processes); the other rows are unpinned.\n", serverCPU, clientCPU)
+	fmt.Fprintf(w, "Bandwidth from first post to last completion, in Gb/s (10^9 bit/s); perftest's MB/sec is MiB/s and is converted.\n")
+	fmt.Fprintf(w, "Message rate (\"rate\" rows) in millions of messages per second, 128 WRs in flight, every 100th signalled, one WR per post, on both tools.\n\n")
+	fmt.Fprint(w, header())
 	for _, t := range tests(o) {
 		if o.only != "" && !strings.Contains(t.name, o.only) {
 			continue
@@ -135,25 +188,72 @@ func compare(w io.Writer, o options) error {
 				}
 			}
 		}
-		p, r := medianOf(pt), medianOf(rr)
-		if t.bandwidth {
-			fmt.Fprintf(tw, "%s\tperftest\t\t\t\t\t%.4f\t%s\t\t\n", t.name, p.bytesPerSec*8/1e9, spread(pt, true))
-			fmt.Fprintf(tw, "\trdmarun\t\t\t\t\t%.4f\t%s\t%.3f\t\n", r.bytesPerSec*8/1e9, spread(rr, true), r.bytesPerSec/p.bytesPerSec)
-		} else {
-			fmt.Fprintf(tw, "%s\tperftest\t%.2f\t%.2f\t%.2f\t%.2f\t\t%s\t\t\n", t.name, p.min, p.median, p.p99, p.p999, spread(pt, false))
-			fmt.Fprintf(tw, "\trdmarun\t%.2f\t%.2f\t%.2f\t%.2f\t\t%s\t%.3f\t\n", r.min, r.median, r.p99, r.p999, spread(rr, false), r.median/p.median)
-		}
-		// Flushing per test shows progress; columns may shift a little.
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		// Printed per test, to show progress; fixed widths keep the rows
+		// of every test in line.
+		fmt.Fprint(w, rows(t, pt, rr))
 	}
 	return nil
 }
 
-func startServe(o options) (*exec.Cmd, error) {
-	addr := net.JoinHostPort(o.serverAddr, "18520")
-	cmd := exec.Command(o.rdmarun, "serve", "--device", o.serverDev, "--gid-index", strconv.Itoa(o.gidIndex), "--listen", addr, "--log-level", "warn", "--token-file", o.tokenFile)
+// The table's columns: fixed widths, so that rows printed one test at a
+// time line up.
+var columns = []struct {
+	title string
+	width int
+}{
+	{"test", -26}, {"tool", -8}, {"min us", 9}, {"median us", 10}, {"p99 us", 9}, {"p99.9 us", 9},
+	{"Gb/s", 9}, {"Mmsg/s", 8}, {"spread", 17}, {"rdmarun/perftest", 17},
+}
+
+func line(cells ...string) string {
+	var b strings.Builder
+	for i, c := range columns {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		fmt.Fprintf(&b, "%*s", c.width, cells[i])
+	}
+	return strings.TrimRight(b.String(), " ") + "\n"
+}
+
+func header() string {
+	cells := make([]string, len(columns))
+	for i, c := range columns {
+		cells[i] = c.title
+	}
+	return line(cells...)
+}
+
+// rows are a test's two table rows: perftest's, then rdmarun's with the
+// ratio of medians (messages per second for rate tests, bytes per
+// second for bandwidth, the median latency otherwise).
+func rows(t test, pt, rr []sample) string {
+	p, r := medianOf(pt), medianOf(rr)
+	f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
+	switch {
+	case t.msgRate:
+		return line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), f("%.4f", p.msgsPerSec/1e6), spread(pt, rateOf, "%.4f"), "") +
+			line("", "rdmarun", "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), f("%.4f", r.msgsPerSec/1e6), spread(rr, rateOf, "%.4f"), f("%.3f", r.msgsPerSec/p.msgsPerSec))
+	case t.bandwidth:
+		return line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), "", spread(pt, gbpsOf, "%.4f"), "") +
+			line("", "rdmarun", "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), "", spread(rr, gbpsOf, "%.4f"), f("%.3f", r.bytesPerSec/p.bytesPerSec))
+	default:
+		return line(t.name, "perftest", f("%.2f", p.min), f("%.2f", p.median), f("%.2f", p.p99), f("%.2f", p.p999), "", "", spread(pt, latencyOf, "%.2f"), "") +
+			line("", "rdmarun", f("%.2f", r.min), f("%.2f", r.median), f("%.2f", r.p99), f("%.2f", r.p999), "", "", spread(rr, latencyOf, "%.2f"), f("%.3f", r.median/p.median))
+	}
+}
+
+// pinnedCmd runs name with args, pinned to cpu when pin is set.
+func pinnedCmd(ctx context.Context, pin bool, cpu, name string, args ...string) *exec.Cmd {
+	if pin {
+		return exec.CommandContext(ctx, "taskset", append([]string{"-c", cpu, name}, args...)...)
+	}
+	return exec.CommandContext(ctx, name, args...)
+}
+
+func startServe(o options, port string, pin bool) (*exec.Cmd, error) {
+	addr := net.JoinHostPort(o.serverAddr, port)
+	cmd := pinnedCmd(context.Background(), pin, serverCPU, o.rdmarun, "serve", "--device", o.serverDev, "--gid-index", strconv.Itoa(o.gidIndex), "--listen", addr, "--log-level", "warn", "--token-file", o.tokenFile)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("rdmarun serve: %w", err)
@@ -190,24 +290,26 @@ func medianOf(runs []sample) sample {
 		p99:         pick(func(s sample) float64 { return s.p99 }),
 		p999:        pick(func(s sample) float64 { return s.p999 }),
 		bytesPerSec: pick(func(s sample) float64 { return s.bytesPerSec }),
+		msgsPerSec:  pick(func(s sample) float64 { return s.msgsPerSec }),
 	}
 }
 
-func spread(runs []sample, bw bool) string {
-	val := func(s sample) float64 {
-		if bw {
-			return s.bytesPerSec * 8 / 1e9
-		}
-		return s.median
-	}
+// What a spread is taken over: a run's median latency, its bandwidth
+// in Gb/s, or its message rate in millions per second.
+var (
+	latencyOf = func(s sample) float64 { return s.median }
+	gbpsOf    = func(s sample) float64 { return s.bytesPerSec * 8 / 1e9 }
+	rateOf    = func(s sample) float64 { return s.msgsPerSec / 1e6 }
+)
+
+// spread is the lowest and highest of val over runs, each written with
+// format.
+func spread(runs []sample, val func(sample) float64, format string) string {
 	lo, hi := val(runs[0]), val(runs[0])
 	for _, r := range runs {
 		lo, hi = min(lo, val(r)), max(hi, val(r))
 	}
-	if bw {
-		return fmt.Sprintf("%.4f-%.4f", lo, hi)
-	}
-	return fmt.Sprintf("%.2f-%.2f", lo, hi)
+	return fmt.Sprintf(format+"-"+format, lo, hi)
 }
 
 func runPerftest(o options, t test, k int) (sample, error) {
@@ -215,7 +317,7 @@ func runPerftest(o options, t test, k int) (sample, error) {
 	defer cancel()
 	port := strconv.Itoa(18515 + k%4)
 	common := append([]string{"-x", strconv.Itoa(o.gidIndex), "-p", port, "-F"}, t.args...)
-	server := exec.CommandContext(ctx, t.tool, append([]string{"-d", o.serverDev}, common...)...)
+	server := pinnedCmd(ctx, t.pinned, serverCPU, t.tool, append([]string{"-d", o.serverDev}, common...)...)
 	var serverOut bytes.Buffer
 	server.Stdout, server.Stderr = &serverOut, &serverOut
 	if err := server.Start(); err != nil {
@@ -228,7 +330,7 @@ func runPerftest(o options, t test, k int) (sample, error) {
 	var out []byte
 	var err error
 	for ctx.Err() == nil {
-		client := exec.CommandContext(ctx, t.tool, append([]string{"-d", o.clientDev}, append(common, o.serverAddr)...)...)
+		client := pinnedCmd(ctx, t.pinned, clientCPU, t.tool, append([]string{"-d", o.clientDev}, append(common, o.serverAddr)...)...)
 		out, err = client.CombinedOutput()
 		if err == nil || !bytes.Contains(out, []byte("Couldn't connect")) {
 			break
@@ -243,7 +345,8 @@ func runPerftest(o options, t test, k int) (sample, error) {
 		if err != nil {
 			return sample{}, fmt.Errorf("%s output: %w\n%s", t.tool, err, out)
 		}
-		return sample{bytesPerSec: rows[len(rows)-1].BytesPerSecond()}, nil
+		last := rows[len(rows)-1]
+		return sample{bytesPerSec: last.BytesPerSecond(), msgsPerSec: last.MsgRateMpps * 1e6}, nil
 	}
 	rows, err := perftest.ParseLatency(bytes.NewReader(out))
 	if err != nil {
@@ -263,9 +366,13 @@ type summary struct {
 func runRdmarun(o options, t test) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	args := append([]string{"bench", "--peer", net.JoinHostPort(o.serverAddr, "18520"), "--device", o.clientDev,
+	port := servePort
+	if t.pinned {
+		port = pinnedServePort
+	}
+	args := append([]string{"bench", "--peer", net.JoinHostPort(o.serverAddr, port), "--device", o.clientDev,
 		"--gid-index", strconv.Itoa(o.gidIndex), "--inline", "0", "--json", "-", "--token-file", o.tokenFile}, t.bench...)
-	cmd := exec.CommandContext(ctx, o.rdmarun, args...)
+	cmd := pinnedCmd(ctx, t.pinned, clientCPU, o.rdmarun, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -299,7 +406,12 @@ func runRdmarun(o options, t test) (sample, error) {
 		if res.Bandwidth == nil || len(res.Bandwidth.Directions) != 1 {
 			return sample{}, errors.New("rdmarun --json: no bandwidth direction")
 		}
-		return sample{bytesPerSec: res.Bandwidth.Directions[0].BytesPerSecond}, nil
+		bps := res.Bandwidth.Directions[0].BytesPerSecond
+		s := sample{bytesPerSec: bps}
+		if t.msgRate {
+			s.msgsPerSec = bps / float64(t.size)
+		}
+		return s, nil
 	}
 	if res.Latency == nil {
 		return sample{}, errors.New("rdmarun --json: no latency")

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRowsLineUp: rows of latency, bandwidth and message-rate tests, and
+// the header, put every column at the same offset, although each test's
+// rows are printed when it finishes.
+func TestRowsLineUp(t *testing.T) {
+	lat := []sample{{min: 17.2, median: 18.15, p99: 25.01, p999: 120.5}, {min: 17.9, median: 19.2, p99: 30, p999: 200}}
+	bw := []sample{{bytesPerSec: 1.2e9}, {bytesPerSec: 1.3e9}}
+	rate := []sample{{bytesPerSec: 2e6, msgsPerSec: 1e6}, {bytesPerSec: 2.2e6, msgsPerSec: 1.1e6}}
+	out := header() +
+		rows(test{name: "write lat 2B pinned"}, lat, lat) +
+		rows(test{name: "write bw 64KiB 4 QPs", bandwidth: true}, bw, bw) +
+		rows(test{name: "send rate 64B", bandwidth: true, msgRate: true, size: 64}, rate, rate)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("%d lines, want a header and two per test:\n%s", len(lines), out)
+	}
+	// Every column is right-aligned after the first two, so the end of
+	// each cell is a fixed offset: the header's title ends there, and each
+	// row's cell, when present, ends there too.
+	ends := map[string]int{}
+	for _, title := range []string{"median us", "Gb/s", "Mmsg/s", "rdmarun/perftest"} {
+		ends[title] = strings.Index(lines[0], title) + len(title)
+	}
+	check := func(line int, cell, title string) {
+		t.Helper()
+		i := strings.LastIndex(lines[line], cell)
+		if i < 0 {
+			t.Errorf("line %d lacks %q:\n%s", line, cell, out)
+			return
+		}
+		if end := i + len(cell); end != ends[title] {
+			t.Errorf("line %d: %q ends at %d, the %q column at %d:\n%s", line, cell, end, title, ends[title], out)
+		}
+	}
+	check(2, "18.67", "median us")
+	check(2, "1.000", "rdmarun/perftest")
+	check(4, "10.0000", "Gb/s")
+	check(6, "1.0500", "Mmsg/s")
+	check(6, "1.000", "rdmarun/perftest")
+}
