@@ -30,10 +30,13 @@ const (
 	meshPortBase  = 18710
 )
 
-// meshModule is probeModule without the bandwidth probe: four exporters
-// and a Prometheus share the VM's two emulated CPUs, and the alerts under
-// test need only success and latency.
-const meshModule = `{count: 10, interval: 3s, timeout: 2500ms, qp: {timeout: 15}}`
+// meshModule is probeModule without the bandwidth probe, every 5 s with a
+// 4 s timeout: four exporters and a Prometheus share the VM's two emulated
+// CPUs with whatever else the host runs, and a probe's setup (control
+// connection, QPs) then took up to 2 s on a healthy mesh, so that a third
+// of the probes timed out at 2.5 s. The alerts under test need only
+// success and latency.
+const meshModule = `{count: 10, interval: 5s, timeout: 4s, qp: {timeout: 15}}`
 
 // meshScrapeInterval is longer than the other tests' 2 s because a scrape
 // costs an exporter about 0.1 CPU-second under emulation. Measured in this
@@ -42,13 +45,26 @@ const meshModule = `{count: 10, interval: 3s, timeout: 2500ms, qp: {timeout: 15}
 // timed out; every 5 s, the CPUs were 40% idle and every probe succeeded.
 const meshScrapeInterval = 5 * time.Second
 
-// meshRules is testRules with alerts that wait longer than one scrape
-// interval: a lone failed probe, which emulation produces now and then on
-// a healthy link, shows in one scrape only and must not fire an alert.
-// Expressions, thresholds and ranges stay as testRules has them.
+// meshRules is testRules changed in three ways for this test's load:
+//   - alerts wait 12 s: a lone failed probe, which emulation produces now
+//     and then on a healthy link, leaves its success at 0 for one probe
+//     interval, seen by one or two scrapes, and must not fire an alert;
+//   - groups are evaluated every 2 s, halving Prometheus' share of the CPUs;
+//   - the path alert's lag factor is out of reach: under emulation a
+//     healthy pair's p50 round trip ranged from 0.9 to 6.9 ms in one run
+//     (7.6 times apart, against the shipped factor 3), as the vCPUs were
+//     busy or not. The test checks the path alert's failing half; the
+//     lagging half is covered by the promtool tests.
+//
+// Expressions and ranges stay as shipped and as testRules has them.
 func meshRules() rules.Options {
 	o := testRules
-	o.For = 8 * time.Second
+	o.For = 12 * time.Second
+	o.Interval = 2 * time.Second
+	o.Thresholds = map[string]float64{"rdma:alert_threshold:mesh_path_lag_factor": 1000}
+	for k, v := range testRules.Thresholds {
+		o.Thresholds[k] = v
+	}
 	return o
 }
 
@@ -333,7 +349,10 @@ func meshFault(args ...string) error {
 // meshTiming is one fault's measured alert times, for the closing table.
 type meshTiming struct {
 	fault, alerts string
-	fire, quiet   time.Duration // negative: not reached
+	// From injection to every wanted alert firing; from clear to none of
+	// them firing; from clear to a quiet mesh (every pair succeeding, no
+	// mesh alert firing or pending). Negative: not reached.
+	fire, resolved, quiet time.Duration
 }
 
 // meshRun is the state the fault subtests share.
@@ -395,7 +414,7 @@ func (r *meshRun) quiet(t *testing.T, limit time.Duration, what string) time.Dur
 func (r *meshRun) inject(t *testing.T, label string, fault []string, wants []want) {
 	t.Helper()
 	const hold = 10 * time.Second
-	timing := meshTiming{fault: label, fire: -1, quiet: -1}
+	timing := meshTiming{fault: label, fire: -1, resolved: -1, quiet: -1}
 	var names []string
 	for _, w := range wants {
 		names = append(names, w.String())
@@ -471,7 +490,7 @@ func (r *meshRun) inject(t *testing.T, label string, fault []string, wants []wan
 		t.Fatal(err)
 	}
 	start = time.Now()
-	resolved := waitFor(t, 90*time.Second, "wanted alerts resolved after the fault was cleared", func() (bool, string) {
+	timing.resolved = waitFor(t, 90*time.Second, "wanted alerts resolved after the fault was cleared", func() (bool, string) {
 		active, err := r.prom.activeAlerts()
 		if err != nil {
 			return false, err.Error()
@@ -479,8 +498,9 @@ func (r *meshRun) inject(t *testing.T, label string, fault []string, wants []wan
 		fired, _, _ := verdict(active, wants)
 		return len(fired) == 0, fmt.Sprintf("still firing: %v", fired)
 	})
-	t.Logf("  %6.1f s  after clear: no longer firing: %s", resolved.Seconds(), timing.alerts)
-	timing.quiet = r.quiet(t, 90*time.Second, "a quiet mesh after the fault was cleared")
+	t.Logf("  %6.1f s  after clear: no longer firing: %s", timing.resolved.Seconds(), timing.alerts)
+	r.quiet(t, 90*time.Second, "a quiet mesh after the fault was cleared")
+	timing.quiet = time.Since(start)
 	t.Logf("  %6.1f s  after clear: every pair succeeding, no mesh alert active", timing.quiet.Seconds())
 
 	// The faults' expectations hold for the mesh they were worked out on.
@@ -544,17 +564,26 @@ func TestMesh(t *testing.T) {
 	})
 	t.Logf("healthy %v after prometheus started; p50 latency (RTT) by pair:\n%s", took.Round(time.Millisecond),
 		r.prom.values(`max by (source, target) (rdma:probe_latency_seconds:p50_5m)`))
-	// Quiet while healthy, for longer than any alert's for.
+	// Quiet while healthy, for longer than any alert's for: nothing fires.
+	// A pending alert is logged: one failed probe makes one.
+	var pendingSeen []string
 	for end := time.Now().Add(2 * meshRules().For); time.Now().Before(end); time.Sleep(time.Second) {
 		active, err := r.prom.activeAlerts()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, stray, pending := verdict(active, nil); len(stray)+len(pending) > 0 {
+		_, stray, pending := verdict(active, nil)
+		if len(stray) > 0 {
 			r.diagnose(t)
-			t.Fatalf("mesh alerts on a healthy mesh: firing %v, pending %v", stray, pending)
+			t.Fatalf("mesh alerts firing on a healthy mesh: %v (pending: %v)", stray, pending)
+		}
+		for _, p := range pending {
+			if !containsString(pendingSeen, p) {
+				pendingSeen = append(pendingSeen, p)
+			}
 		}
 	}
+	t.Logf("healthy mesh for %v: no mesh alert fired; pending for a while: %v", 2*meshRules().For, pendingSeen)
 
 	t.Run("NodeDown", func(t *testing.T) {
 		r.inject(t, "host-down 3 (h3's link)", []string{"host-down", "3"},
@@ -593,10 +622,10 @@ func TestMesh(t *testing.T) {
 	// The closing table: one line per fault.
 	o := meshRules()
 	t.Logf("mesh alert times: Prometheus scrapes every %v and evaluates every %v, alerts `for: %v`, every rule range %v; "+
-		"probes every 3 s (10 round trips, 2.5 s timeout); alerts polled every 0.2 s", meshScrapeInterval, o.Interval, o.For, o.Range)
-	t.Logf("| fault | alert(s) | injection -> firing | clear -> quiet |")
+		"probes every 5 s (10 round trips, 4 s timeout); alerts polled every 0.2 s", meshScrapeInterval, o.Interval, o.For, o.Range)
+	t.Logf("| fault | alert(s) | injection -> firing | clear -> resolved | clear -> quiet mesh |")
 	for _, tm := range r.timings {
-		t.Logf("| %s | %s | %s | %s |", tm.fault, tm.alerts, seconds(tm.fire), seconds(tm.quiet))
+		t.Logf("| %s | %s | %s | %s | %s |", tm.fault, tm.alerts, seconds(tm.fire), seconds(tm.resolved), seconds(tm.quiet))
 	}
 }
 
