@@ -45,10 +45,15 @@ const meshModule = `{count: 10, interval: 5s, timeout: 4s, qp: {timeout: 15}}`
 // timed out; every 5 s, the CPUs were 40% idle and every probe succeeded.
 const meshScrapeInterval = 5 * time.Second
 
-// meshRules is testRules changed in three ways for this test's load:
-//   - alerts wait 12 s: a lone failed probe, which emulation produces now
-//     and then on a healthy link, leaves its success at 0 for one probe
-//     interval, seen by one or two scrapes, and must not fire an alert;
+// meshRules is testRules changed in three ways for this test's time scale:
+//   - alerts wait 20 s. A fault reaches the recording rules through each
+//     prober's next probe (up to 5 s away), its failure (up to the 4 s
+//     timeout) and the next scrape (up to 5 s): up to 14 s apart for two
+//     probers. Until a dead node's probers have all seen it, its own
+//     failed probes make it look like a degraded source (RDMASourceDegraded
+//     was seen pending for 6 s), and the alerts must wait that out as the
+//     shipped 5m does. It also keeps a lone failed probe, which emulation
+//     produces now and then on a healthy link, from firing;
 //   - groups are evaluated every 2 s, halving Prometheus' share of the CPUs;
 //   - the path alert's lag factor is out of reach: under emulation a
 //     healthy pair's p50 round trip ranged from 0.9 to 6.9 ms in one run
@@ -59,7 +64,7 @@ const meshScrapeInterval = 5 * time.Second
 // Expressions and ranges stay as shipped and as testRules has them.
 func meshRules() rules.Options {
 	o := testRules
-	o.For = 12 * time.Second
+	o.For = 20 * time.Second
 	o.Interval = 2 * time.Second
 	o.Thresholds = map[string]float64{"rdma:alert_threshold:mesh_path_lag_factor": 1000}
 	for k, v := range testRules.Thresholds {
@@ -353,6 +358,8 @@ type meshTiming struct {
 	// them firing; from clear to a quiet mesh (every pair succeeding, no
 	// mesh alert firing or pending). Negative: not reached.
 	fire, resolved, quiet time.Duration
+	// The longest any other mesh alert was seen pending, under its for.
+	pending time.Duration
 }
 
 // meshRun is the state the fault subtests share.
@@ -443,19 +450,30 @@ func (r *meshRun) inject(t *testing.T, label string, fault []string, wants []wan
 	}
 	start := time.Now()
 	t.Logf("fault.sh %s: waiting for %s", strings.Join(fault, " "), timing.alerts)
-	var seen []string
+	// Other mesh alerts may go pending while the fault spreads over the
+	// probers (a dead node's own probes can fail before its probers'),
+	// and must resolve before their for; spans keeps when each was first
+	// and last seen pending, to show how close they came.
+	spans := map[string][2]float64{}
+	note := func(pending []string) {
+		now := time.Since(start).Seconds()
+		for _, s := range pending {
+			sp, ok := spans[s]
+			if !ok {
+				sp[0] = now
+				t.Logf("  %6.1f s  pending too: %s", now, s)
+			}
+			sp[1] = now
+			spans[s] = sp
+		}
+	}
 	fire := waitFor(t, 90*time.Second, "wanted alerts firing", func() (bool, string) {
 		active, err := r.prom.activeAlerts()
 		if err != nil {
 			return false, err.Error()
 		}
 		fired, stray, pending := verdict(active, wants)
-		for _, s := range append(stray, pending...) {
-			if !containsString(seen, s) {
-				seen = append(seen, s)
-				t.Logf("  %6.1f s  also active: %s", time.Since(start).Seconds(), s)
-			}
-		}
+		note(pending)
 		if len(stray) > 0 {
 			t.Fatalf("%.1f s after the fault, before the wanted alerts all fired: %v fire too", time.Since(start).Seconds(), stray)
 		}
@@ -473,6 +491,7 @@ func (r *meshRun) inject(t *testing.T, label string, fault []string, wants []wan
 			t.Fatal(err)
 		}
 		fired, stray, pending := verdict(active, wants)
+		note(pending)
 		if len(stray) > 0 || len(fired) != len(wants) {
 			t.Fatalf("%.1f s after the fault: firing of the wanted %v (want all of %v), stray mesh alerts firing %v, pending %v",
 				time.Since(start).Seconds(), fired, names, stray, pending)
@@ -484,6 +503,13 @@ func (r *meshRun) inject(t *testing.T, label string, fault []string, wants []wan
 		}
 	}
 	t.Logf("  for %v after firing, no other mesh alert fired; other alerts active meanwhile: %v", hold, others)
+	var spanLog []string
+	for s, sp := range spans {
+		spanLog = append(spanLog, fmt.Sprintf("%s from %.1f to %.1f s", s, sp[0], sp[1]))
+		timing.pending = max(timing.pending, time.Duration((sp[1]-sp[0])*float64(time.Second)))
+	}
+	sort.Strings(spanLog)
+	t.Logf("  other mesh alerts seen pending, never firing (for: %v): %v", meshRules().For, spanLog)
 
 	cleared = true
 	if err := meshFault("clear"); err != nil {
@@ -623,9 +649,9 @@ func TestMesh(t *testing.T) {
 	o := meshRules()
 	t.Logf("mesh alert times: Prometheus scrapes every %v and evaluates every %v, alerts `for: %v`, every rule range %v; "+
 		"probes every 5 s (10 round trips, 4 s timeout); alerts polled every 0.2 s", meshScrapeInterval, o.Interval, o.For, o.Range)
-	t.Logf("| fault | alert(s) | injection -> firing | clear -> resolved | clear -> quiet mesh |")
+	t.Logf("| fault | alert(s) | injection -> firing | clear -> resolved | clear -> quiet mesh | other mesh alerts pending at most |")
 	for _, tm := range r.timings {
-		t.Logf("| %s | %s | %s | %s | %s |", tm.fault, tm.alerts, seconds(tm.fire), seconds(tm.resolved), seconds(tm.quiet))
+		t.Logf("| %s | %s | %s | %s | %s | %.1f s |", tm.fault, tm.alerts, seconds(tm.fire), seconds(tm.resolved), seconds(tm.quiet), tm.pending.Seconds())
 	}
 }
 
