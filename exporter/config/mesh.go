@@ -66,7 +66,9 @@ func DefaultSource() string {
 	if err != nil {
 		return "localhost"
 	}
-	if h, _, _ = strings.Cut(h, "."); h == "" {
+	// "(none)" is what a kernel whose host name was never set reports
+	// (a container or VM without one): not a name to join on.
+	if h, _, _ = strings.Cut(h, "."); h == "" || h == "(none)" {
 		return "localhost"
 	}
 	return h
