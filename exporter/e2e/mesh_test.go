@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,7 +87,7 @@ func startMeshPrometheus(t *testing.T, targets []string) *prometheus {
 // The alerts the mesh localises with, and the per-target alert folded
 // into them: the test checks that a fault raises the one it expects and
 // none of the others.
-var meshAlerts = []string{"RDMANodeUnreachable", "RDMASourceDegraded", "RDMAPathDegraded", "RDMAProbeFailing"}
+var activeAlerts = []string{"RDMANodeUnreachable", "RDMASourceDegraded", "RDMAPathDegraded", "RDMAProbeFailing"}
 
 // meshNode is one exporter of the mesh.
 type meshNode struct {
@@ -243,46 +242,6 @@ func probedPairs(t *testing.T, nodes []meshNode) ([]meshPair, float64) {
 	return pairs, epoch
 }
 
-// meshAlert is one active alert with its labels.
-type meshAlert struct {
-	name   string
-	labels map[string]string
-	state  string
-}
-
-// String names the alert by the labels that localise it.
-func (a meshAlert) String() string {
-	var l []string
-	for _, k := range []string{"node", "source", "target"} {
-		if v, ok := a.labels[k]; ok {
-			l = append(l, fmt.Sprintf("%s=%q", k, v))
-		}
-	}
-	return a.name + "{" + strings.Join(l, ",") + "}"
-}
-
-func (p *prometheus) activeAlerts() ([]meshAlert, error) {
-	data, err := p.api("/api/v1/alerts", nil)
-	if err != nil {
-		return nil, err
-	}
-	var d struct {
-		Alerts []struct {
-			Labels map[string]string `json:"labels"`
-			State  string            `json:"state"`
-		} `json:"alerts"`
-	}
-	if err := json.Unmarshal(data, &d); err != nil {
-		return nil, err
-	}
-	var out []meshAlert
-	for _, a := range d.Alerts {
-		out = append(out, meshAlert{name: a.Labels["alertname"], labels: a.Labels, state: a.State})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out, nil
-}
-
 // want is an alert a fault must raise: its name and the labels that say
 // where the fault is.
 type want struct {
@@ -291,10 +250,10 @@ type want struct {
 }
 
 func (w want) String() string {
-	return meshAlert{name: w.name, labels: w.labels}.String()
+	return activeAlert{name: w.name, labels: w.labels}.String()
 }
 
-func (w want) match(a meshAlert) bool {
+func (w want) match(a activeAlert) bool {
 	if a.name != w.name {
 		return false
 	}
@@ -309,10 +268,10 @@ func (w want) match(a meshAlert) bool {
 // verdict sorts the active mesh alerts: which wanted ones fire, and which
 // others fire that must not (a mesh alert matching nothing wanted, e.g.
 // the node alert for another node, or any per-target alert).
-func verdict(active []meshAlert, wants []want) (fired map[string]bool, stray []string, pending []string) {
+func verdict(active []activeAlert, wants []want) (fired map[string]bool, stray []string, pending []string) {
 	fired = map[string]bool{}
 	isMesh := map[string]bool{}
-	for _, n := range meshAlerts {
+	for _, n := range activeAlerts {
 		isMesh[n] = true
 	}
 	for _, a := range active {
@@ -406,7 +365,7 @@ func (r *meshRun) quiet(t *testing.T, limit time.Duration, what string) time.Dur
 		}
 		var active []string
 		for _, a := range alerts {
-			if containsString(meshAlerts, a.name) {
+			if containsString(activeAlerts, a.name) {
 				active = append(active, a.state+" "+a.String())
 			}
 		}
@@ -497,7 +456,7 @@ func (r *meshRun) inject(t *testing.T, label string, fault []string, wants []wan
 				time.Since(start).Seconds(), fired, names, stray, pending)
 		}
 		for _, a := range active {
-			if s := a.state + " " + a.String(); !containsString(meshAlerts, a.name) && !containsString(others, s) {
+			if s := a.state + " " + a.String(); !containsString(activeAlerts, a.name) && !containsString(others, s) {
 				others = append(others, s)
 			}
 		}

@@ -207,9 +207,26 @@ func (p *prometheus) values(q string) string {
 	return strings.Join(out, "\n")
 }
 
-// alerts returns the state of each active alert by name: firing if any of
-// its label sets fires, else pending.
-func (p *prometheus) alerts() (map[string]string, error) {
+// activeAlert is one active alert with its labels.
+type activeAlert struct {
+	name   string
+	labels map[string]string
+	state  string
+}
+
+// String names the alert by the labels that localise it.
+func (a activeAlert) String() string {
+	var l []string
+	for _, k := range []string{"node", "source", "target"} {
+		if v, ok := a.labels[k]; ok {
+			l = append(l, fmt.Sprintf("%s=%q", k, v))
+		}
+	}
+	return a.name + "{" + strings.Join(l, ",") + "}"
+}
+
+// activeAlerts lists every pending or firing alert with its labels.
+func (p *prometheus) activeAlerts() ([]activeAlert, error) {
 	data, err := p.api("/api/v1/alerts", nil)
 	if err != nil {
 		return nil, err
@@ -223,11 +240,25 @@ func (p *prometheus) alerts() (map[string]string, error) {
 	if err := json.Unmarshal(data, &d); err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	var out []activeAlert
 	for _, a := range d.Alerts {
-		name := a.Labels["alertname"]
-		if out[name] != "firing" {
-			out[name] = a.State
+		out = append(out, activeAlert{name: a.Labels["alertname"], labels: a.Labels, state: a.State})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// alerts returns the state of each active alert by name: firing if any of
+// its label sets fires, else pending.
+func (p *prometheus) alerts() (map[string]string, error) {
+	active, err := p.activeAlerts()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, a := range active {
+		if out[a.name] != "firing" {
+			out[a.name] = a.state
 		}
 	}
 	return out, nil

@@ -55,15 +55,14 @@ func (f *fakePeers) peer(addr string) (prober.Peer, bool) {
 	return p, ok
 }
 
-// successSeries lists the label sets of rdma_probe_success on reg as
-// "target device port size", sorted.
-func successSeries(t *testing.T, reg *prometheus.Registry) []string {
+// successLabels lists the label sets of rdma_probe_success on reg.
+func successLabels(t *testing.T, reg *prometheus.Registry) []map[string]string {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []map[string]string
 	for _, mf := range mfs {
 		if mf.GetName() != "rdma_probe_success" {
 			continue
@@ -73,8 +72,19 @@ func successSeries(t *testing.T, reg *prometheus.Registry) []string {
 			for _, lp := range m.GetLabel() {
 				l[lp.GetName()] = lp.GetValue()
 			}
-			out = append(out, fmt.Sprintf("%s %s %s %s", l["target"], l["device"], l["port"], l["size_bytes"]))
+			out = append(out, l)
 		}
+	}
+	return out
+}
+
+// successSeries lists the label sets of rdma_probe_success on reg as
+// "target device port size", sorted.
+func successSeries(t *testing.T, reg *prometheus.Registry) []string {
+	t.Helper()
+	var out []string
+	for _, l := range successLabels(t, reg) {
+		out = append(out, fmt.Sprintf("%s %s %s %s", l["target"], l["device"], l["port"], l["size_bytes"]))
 	}
 	slices.Sort(out)
 	return out

@@ -36,22 +36,9 @@ func parseMesh(t *testing.T, mesh string) *config.Config {
 // reg, sorted.
 func probeSources(t *testing.T, reg *prometheus.Registry) []string {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, mf := range mfs {
-		if mf.GetName() != "rdma_probe_success" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			out = append(out, l["source"]+" "+l["target"])
-		}
+	for _, l := range successLabels(t, reg) {
+		out = append(out, l["source"]+" "+l["target"])
 	}
 	slices.Sort(out)
 	return out
