@@ -98,15 +98,7 @@ func alertnames(t *testing.T, matchers []string) []string {
 func expLabelNames(t *testing.T) map[string][][]string {
 	t.Helper()
 	out := map[string][][]string{}
-	for _, path := range testFiles(t) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pt promtoolTest
-		if err := yaml.Unmarshal(b, &pt); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	for _, pt := range promtoolTests(t) {
 		for _, tc := range pt.Tests {
 			for _, a := range tc.AlertTest {
 				for _, e := range a.ExpAlerts {

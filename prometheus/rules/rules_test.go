@@ -239,11 +239,10 @@ func testFiles(t *testing.T) []string {
 	return files
 }
 
-// TestEveryAlertTested: each alert has a promtool case where it fires and
-// one where it stays quiet; RDMAProbeAbsent fires once for each reason.
-func TestEveryAlertTested(t *testing.T) {
-	fires, quiet := map[string]bool{}, map[string]bool{}
-	reasons := map[string]bool{}
+// promtoolTests reads every promtool test file.
+func promtoolTests(t *testing.T) []promtoolTest {
+	t.Helper()
+	var out []promtoolTest
 	for _, path := range testFiles(t) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -253,6 +252,17 @@ func TestEveryAlertTested(t *testing.T) {
 		if err := yaml.Unmarshal(b, &pt); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
+		out = append(out, pt)
+	}
+	return out
+}
+
+// TestEveryAlertTested: each alert has a promtool case where it fires and
+// one where it stays quiet; RDMAProbeAbsent fires once for each reason.
+func TestEveryAlertTested(t *testing.T) {
+	fires, quiet := map[string]bool{}, map[string]bool{}
+	reasons := map[string]bool{}
+	for _, pt := range promtoolTests(t) {
 		for _, tc := range pt.Tests {
 			for _, a := range tc.AlertTest {
 				if len(a.ExpAlerts) == 0 {
