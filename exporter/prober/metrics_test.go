@@ -1,12 +1,56 @@
 package prober
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rdmarun/rdmarun/rdma"
 )
+
+// WithLabelValues reads the one series of f with these label values (the
+// key's, then the status or result), for testutil.ToFloat64, as a
+// client_golang vector's method of that name does. Unlike a vector's, it
+// creates nothing: a series that does not exist collects nothing, and
+// ToFloat64 fails the test.
+func (f *family) WithLabelValues(lvs ...string) prometheus.Collector {
+	return seriesReader{f: f, values: lvs}
+}
+
+type seriesReader struct {
+	f      *family
+	values []string
+}
+
+func (r seriesReader) Describe(ch chan<- *prometheus.Desc) { ch <- r.f.desc }
+
+func (r seriesReader) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric)
+	go func() { r.f.m.Collect(all); close(all) }()
+	names := labelNames
+	if r.f.extra != "" {
+		names = append(names[:len(names):len(names)], r.f.extra)
+	}
+	for m := range all {
+		if m.Desc() != r.f.desc {
+			continue
+		}
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			panic(err)
+		}
+		match := len(d.GetLabel()) == len(r.values)
+		for _, lp := range d.GetLabel() {
+			i := slices.Index(names, lp.GetName())
+			match = match && i >= 0 && i < len(r.values) && r.values[i] == lp.GetValue()
+		}
+		if match {
+			ch <- m
+		}
+	}
+}
 
 // seriesOf counts the gathered series whose labels are all of k's.
 func seriesOf(t *testing.T, reg *prometheus.Registry, k Key) int {
