@@ -62,19 +62,6 @@ var familyDefs = [numFamilies]familyDef{
 		help: "Probes run, by result (success, completion_error, timeout, port_down, error)."},
 }
 
-// latencyOpts are the latency histogram's: the classic buckets the
-// recording rules read, and a native histogram for a Prometheus that
-// ingests it. Each label set gets its own prometheus.Histogram, which
-// keeps both and their resets exactly as a HistogramVec's child would.
-var latencyOpts = prometheus.HistogramOpts{
-	Name:                            familyDefs[famLatency].name,
-	Help:                            familyDefs[famLatency].help,
-	Buckets:                         LatencyBuckets,
-	NativeHistogramBucketFactor:     1.05,
-	NativeHistogramMaxBucketNumber:  160,
-	NativeHistogramMinResetDuration: time.Hour,
-}
-
 type family struct {
 	familyDef
 	desc *prometheus.Desc
@@ -114,7 +101,7 @@ type probeSeries struct {
 	labels  []*dto.LabelPair
 	created *timestamppb.Timestamp // when the counters started at 0
 
-	latency                                        prometheus.Histogram // nil until the key has one
+	latency                                        *latencyHistogram // nil until the key has one
 	bandwidth, timeouts, success, lastOK, duration value
 	compErrs, probes                               []labelledValue
 }
@@ -168,9 +155,9 @@ func (m *Metrics) labelled(list *[]labelledValue, s *probeSeries, f int, val str
 }
 
 // latencyOf is s's latency histogram, created empty. m.mu is held.
-func (m *Metrics) latencyOf(s *probeSeries) prometheus.Histogram {
+func (m *Metrics) latencyOf(s *probeSeries) *latencyHistogram {
 	if s.latency == nil {
-		s.latency = prometheus.NewHistogram(latencyOpts)
+		s.latency = newLatencyHistogram(time.Now())
 		m.ordered = false
 	}
 	return s.latency
@@ -295,7 +282,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if !m.ordered {
 		m.sortSeries()
 	}
-	n, counters, gauges := 0, 0, 0
+	n, counters, gauges, histograms := 0, 0, 0, len(m.order[famLatency])
 	for f, refs := range m.order {
 		n += len(refs)
 		switch familyDefs[f].kind {
@@ -317,7 +304,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			s.desc, s.labels = fam.desc, r.labels(f)
 			switch fam.kind {
 			case kindHistogram:
-				s.histogram = r.s.latency
+				s.latency = r.s.latency
 			case kindCounter:
 				c := &counterDTOs[ci]
 				ci++
@@ -341,6 +328,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	m.mu.Unlock()
+	// The histograms lock themselves, so they are written after m.mu is
+	// released; Write then only hands their protobuf out.
+	blocks := newHistogramBlocks(histograms)
+	for i := range samples {
+		if s := &samples[i]; s.latency != nil {
+			s.histogram = s.latency.write(blocks)
+		}
+	}
 	for i := range samples {
 		ch <- &samples[i]
 	}
@@ -353,17 +348,13 @@ type sample struct {
 	v         float64
 	counter   *dto.Counter
 	gauge     *dto.Gauge
-	histogram prometheus.Histogram
+	latency   *latencyHistogram
+	histogram *dto.Histogram
 }
 
 func (s *sample) Desc() *prometheus.Desc { return s.desc }
 
 func (s *sample) Write(out *dto.Metric) error {
-	if s.histogram != nil {
-		if err := s.histogram.Write(out); err != nil {
-			return err
-		}
-	}
-	out.Label, out.Counter, out.Gauge = s.labels, s.counter, s.gauge
+	out.Label, out.Counter, out.Gauge, out.Histogram = s.labels, s.counter, s.gauge, s.histogram
 	return nil
 }

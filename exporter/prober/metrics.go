@@ -30,11 +30,6 @@ import (
 // of value on both sides.
 var labelNames = []string{"source", "device", "port", "target", "op", "size_bytes", "mode"}
 
-// LatencyBuckets start at 1 us: RDMA round trips on hardware are a few
-// microseconds, below the 50 us where smokeping_prober's start. They
-// double up to about 2 s, which covers soft-RoCE and a struggling fabric.
-var LatencyBuckets = prometheus.ExponentialBuckets(1e-6, 2, 22)
-
 // Metrics are the prober's long-lived series. They are kept here, per
 // label set, and encoded by Collect (collector.go) rather than held in
 // client_golang vectors: a fleet's scrape walks 13 series per target, and
@@ -132,24 +127,20 @@ func (m *Metrics) Forget(k Key) int {
 // Record files one probe's outcome under k: its samples or bandwidth on
 // success, its failure by kind otherwise.
 func (m *Metrics) Record(k Key, res *rdma.Result, err error, took time.Duration, now time.Time) {
-	// A probe has up to 100,000 samples: they go into the histogram, which
-	// has its own lock, after m.mu is released, so that a scrape does not
-	// wait for them.
-	if obs := m.record(k, res, err, took, now); obs != nil {
+	// The samples go into the histogram, which has its own lock, after
+	// m.mu is released, so that a scrape does not wait for them.
+	if h := m.record(k, res, err, took, now); h != nil {
 		// Each engine bucket is 0.1% wide, far finer than any bucket
 		// here, so its samples are observed at its middle value.
 		for _, b := range res.Latency.Buckets {
-			v := float64(b.Ns) / 1e9
-			for range b.Count {
-				obs.Observe(v)
-			}
+			h.observe(float64(b.Ns)/1e9, b.Count, now)
 		}
 	}
 }
 
 // record files all but the latency samples, and returns the histogram
 // they go into, if any.
-func (m *Metrics) record(k Key, res *rdma.Result, err error, took time.Duration, now time.Time) prometheus.Histogram {
+func (m *Metrics) record(k Key, res *rdma.Result, err error, took time.Duration, now time.Time) *latencyHistogram {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.seriesOf(k)

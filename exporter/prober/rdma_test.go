@@ -250,11 +250,11 @@ func BenchmarkScrape(b *testing.B) {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) { benchmarkScrape(b, n, nil) })
 	}
 	for _, n := range []int{32, 1000} {
-		b.Run(fmt.Sprintf("targets=%d/gzip", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("gzip/targets=%d", n), func(b *testing.B) {
 			benchmarkScrape(b, n, map[string]string{"Accept-Encoding": "gzip"})
 		})
 	}
-	b.Run("targets=1000/protobuf", func(b *testing.B) {
+	b.Run("protobuf/targets=1000", func(b *testing.B) {
 		benchmarkScrape(b, 1000, map[string]string{"Accept": "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"})
 	})
 }
