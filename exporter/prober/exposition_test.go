@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
+	"github.com/rdmarun/rdmarun/internal/promtooltest"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -76,5 +81,59 @@ func TestExpositionGolden(t *testing.T) {
 	}
 	if !bytes.Equal(got.Bytes(), want) {
 		t.Errorf("exposition differs from %s (run with -update if on purpose):\n%s", path, got.String())
+	}
+	if out, err := promtooltest.CheckMetrics(t, got.Bytes()); err != nil || out != "" {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// TestScrapeWhileProbing scrapes, in text and in protobuf, while probes
+// record and targets come and go: run with -race, it is the test of
+// Collect's locking and of the label pairs and timestamps that scrapes
+// share.
+func TestScrapeWhileProbing(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := key
+				k.Target = fmt.Sprintf("10.0.%d.%d:18520", w, i%20)
+				if i%7 == 0 {
+					m.Forget(k)
+					continue
+				}
+				m.Init(k, false)
+				var err error
+				if i%5 == 0 {
+					err = &rdma.CompletionError{Status: rdma.WCStatus(i % 20)}
+				}
+				m.Record(k, latencyResult(int64(1000+i%100000)), err, time.Millisecond, time.Now())
+			}
+		})
+	}
+	for i := range 60 {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		if i%2 == 1 {
+			req.Header.Set("Accept", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			t.Fatalf("scrape %d: %d %s", i, w.Code, w.Body)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
 	}
 }
