@@ -99,6 +99,7 @@ type labelledValue struct {
 type probeSeries struct {
 	key     Key
 	labels  []*dto.LabelPair
+	target  *dto.LabelPair         // shared by all of labels and the labelled values' labels
 	created *timestamppb.Timestamp // when the counters started at 0
 
 	latency                                        *latencyHistogram // nil until the key has one
@@ -125,8 +126,9 @@ func (m *Metrics) seriesOf(k Key) *probeSeries {
 	if s, ok := m.series[k]; ok {
 		return s
 	}
-	v := k.values()
-	s := &probeSeries{key: k, labels: m.labelPairs(labelNames, v), created: timestamppb.Now()}
+	s := &probeSeries{key: k, created: timestamppb.Now()}
+	s.target = &dto.LabelPair{Name: &targetLabel, Value: &s.key.Target}
+	s.labels = m.labelPairs(labelNames, k.values(), s.target)
 	m.series[k] = s
 	return s
 }
@@ -149,7 +151,7 @@ func (m *Metrics) labelled(list *[]labelledValue, s *probeSeries, f int, val str
 		}
 	}
 	names := append(labelNames[:len(labelNames):len(labelNames)], familyDefs[f].extra)
-	*list = append(*list, labelledValue{value: val, labels: m.labelPairs(names, append(s.key.values(), val))})
+	*list = append(*list, labelledValue{value: val, labels: m.labelPairs(names, append(s.key.values(), val), s.target)})
 	m.ordered = false
 	return &(*list)[len(*list)-1]
 }
@@ -164,19 +166,19 @@ func (m *Metrics) latencyOf(s *probeSeries) *latencyHistogram {
 }
 
 // labelPairs renders names and values as the registry's label pairs,
-// sorted by name. Every pair but the target's is shared with the other
-// series that have it: their values come from the config (this node's
-// name, devices, ports, ops, sizes, modes) or from fixed lists (statuses,
-// results), so there are a few dozen of them whatever the fleet's size,
-// and a scrape, which reads every pair of every series, finds them in
-// the cache instead of one apiece all over the heap. Targets come and go
-// with discovery, so theirs are not kept once their series are gone.
-// m.mu is held.
-func (m *Metrics) labelPairs(names, values []string) []*dto.LabelPair {
+// sorted by name, with target as the target's pair. The other pairs are
+// shared by every series that has them: their values come from the
+// config (this node's name, devices, ports, ops, sizes, modes) or from
+// fixed lists (statuses, results), so there are a few dozen of them
+// whatever the fleet's size, and a scrape, which reads every pair of
+// every series, finds them in the cache instead of one apiece all over
+// the heap. Each key has one target pair for all its series; targets come
+// and go with discovery, so theirs go with the key. m.mu is held.
+func (m *Metrics) labelPairs(names, values []string, target *dto.LabelPair) []*dto.LabelPair {
 	lps := make([]*dto.LabelPair, len(names))
 	for i := range names {
-		if names[i] == "target" {
-			lps[i] = &dto.LabelPair{Name: &names[i], Value: &values[i]}
+		if names[i] == targetLabel {
+			lps[i] = target
 			continue
 		}
 		k := [2]string{names[i], values[i]}
@@ -190,6 +192,8 @@ func (m *Metrics) labelPairs(names, values []string) []*dto.LabelPair {
 	slices.SortFunc(lps, func(a, b *dto.LabelPair) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	return lps
 }
+
+var targetLabel = "target"
 
 // seriesRef names one series of a family: a key's, and for a family with
 // an extra label, which of its values.
