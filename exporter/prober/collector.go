@@ -202,14 +202,17 @@ type seriesRef struct {
 	i int
 }
 
-func (r seriesRef) labels(f int) []*dto.LabelPair {
+// labels points at the series' label pairs, which stay as they are for
+// the life of the series, so a scrape may read them after m.mu is
+// released (an append that moves the list leaves the old copy as it was).
+func (r seriesRef) labels(f int) *[]*dto.LabelPair {
 	switch f {
 	case famCompErrs:
-		return r.s.compErrs[r.i].labels
+		return &r.s.compErrs[r.i].labels
 	case famProbes:
-		return r.s.probes[r.i].labels
+		return &r.s.probes[r.i].labels
 	}
-	return r.s.labels
+	return &r.s.labels
 }
 
 // sortSeries lists every series of every family in the registry's order:
@@ -238,7 +241,7 @@ func (m *Metrics) sortSeries() {
 			}
 		}
 		slices.SortFunc(refs, func(a, b seriesRef) int {
-			la, lb := a.labels(f), b.labels(f)
+			la, lb := *a.labels(f), *b.labels(f)
 			for i := range la {
 				if c := cmp.Compare(la[i].GetValue(), lb[i].GetValue()); c != 0 {
 					return c
@@ -277,16 +280,17 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect copies every value under the lock into one slab, so a scrape
-// holds up Record only for the copy and allocates a few large blocks
-// rather than a handful of objects per series; then it sends them in the
+// Collect copies every value under the lock into a few blocks, so a
+// scrape holds up Record only for the copy and allocates a few large
+// blocks rather than a handful of objects per series; then it writes the
+// histograms, which have locks of their own, and sends everything in the
 // registry's order.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	if !m.ordered {
 		m.sortSeries()
 	}
-	n, counters, gauges, histograms := 0, 0, 0, len(m.order[famLatency])
+	n, counters, gauges := 0, 0, 0
 	for f, refs := range m.order {
 		n += len(refs)
 		switch familyDefs[f].kind {
@@ -297,9 +301,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	samples := make([]sample, n)
+	values := make([]float64, counters+gauges)
 	counterDTOs := make([]dto.Counter, counters)
 	gaugeDTOs := make([]dto.Gauge, gauges)
-	i, ci, gi := 0, 0, 0
+	histograms := make([]pendingHistogram, 0, len(m.order[famLatency]))
+	i, vi, ci, gi := 0, 0, 0, 0
 	for f, refs := range m.order {
 		fam := m.families[f]
 		for _, r := range refs {
@@ -308,57 +314,61 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			s.desc, s.labels = fam.desc, r.labels(f)
 			switch fam.kind {
 			case kindHistogram:
-				s.latency = r.s.latency
+				histograms = append(histograms, pendingHistogram{s, r.s.latency})
 			case kindCounter:
-				c := &counterDTOs[ci]
-				ci++
+				v, c := &values[vi], &counterDTOs[ci]
+				vi, ci = vi+1, ci+1
 				switch f {
 				case famCompErrs:
-					s.v = r.s.compErrs[r.i].v
+					*v = r.s.compErrs[r.i].v
 				case famProbes:
-					s.v = r.s.probes[r.i].v
+					*v = r.s.probes[r.i].v
 				default:
-					s.v = r.s.scalar(f).v
+					*v = r.s.scalar(f).v
 				}
-				c.Value, c.CreatedTimestamp = &s.v, r.s.created
+				c.Value, c.CreatedTimestamp = v, r.s.created
 				s.counter = c
 			case kindGauge:
-				g := &gaugeDTOs[gi]
-				gi++
-				s.v = r.s.scalar(f).v
-				g.Value = &s.v
+				v, g := &values[vi], &gaugeDTOs[gi]
+				vi, gi = vi+1, gi+1
+				*v = r.s.scalar(f).v
+				g.Value = v
 				s.gauge = g
 			}
 		}
 	}
 	m.mu.Unlock()
-	// The histograms lock themselves, so they are written after m.mu is
-	// released; Write then only hands their protobuf out.
-	blocks := newHistogramBlocks(histograms)
-	for i := range samples {
-		if s := &samples[i]; s.latency != nil {
-			s.histogram = s.latency.write(blocks)
-		}
+	var size histogramSize
+	for _, p := range histograms {
+		size.add(p.h.size())
+	}
+	blocks := newHistogramBlocks(size)
+	for _, p := range histograms {
+		p.s.histogram = p.h.write(blocks)
 	}
 	for i := range samples {
 		ch <- &samples[i]
 	}
 }
 
-// sample is one series as a scrape saw it.
+type pendingHistogram struct {
+	s *sample
+	h *latencyHistogram
+}
+
+// sample is one series as a scrape saw it: one of counter, gauge and
+// histogram is set.
 type sample struct {
 	desc      *prometheus.Desc
-	labels    []*dto.LabelPair
-	v         float64
+	labels    *[]*dto.LabelPair
 	counter   *dto.Counter
 	gauge     *dto.Gauge
-	latency   *latencyHistogram
 	histogram *dto.Histogram
 }
 
 func (s *sample) Desc() *prometheus.Desc { return s.desc }
 
 func (s *sample) Write(out *dto.Metric) error {
-	out.Label, out.Counter, out.Gauge, out.Histogram = s.labels, s.counter, s.gauge, s.histogram
+	out.Label, out.Counter, out.Gauge, out.Histogram = *s.labels, s.counter, s.gauge, s.histogram
 	return nil
 }

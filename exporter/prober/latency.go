@@ -206,21 +206,54 @@ type spanValues struct {
 	length uint32
 }
 
-func newHistogramBlocks(n int) *histogramBlocks {
-	nb := n * len(LatencyBuckets)
+// histogramSize is how much of each block some histograms need.
+type histogramSize struct {
+	histograms, spans, deltas int
+}
+
+func (s *histogramSize) add(o histogramSize) {
+	s.histograms += o.histograms
+	s.spans += o.spans
+	s.deltas += o.deltas
+}
+
+func newHistogramBlocks(size histogramSize) *histogramBlocks {
+	nb := size.histograms * len(LatencyBuckets)
 	return &histogramBlocks{
-		histograms: make([]dto.Histogram, n),
-		values:     make([]histogramValues, n),
+		histograms: make([]dto.Histogram, size.histograms),
+		values:     make([]histogramValues, size.histograms),
 		buckets:    make([]dto.Bucket, nb),
 		bucketPtrs: make([]*dto.Bucket, nb),
 		cumulative: make([]uint64, nb),
-		// A guess: a few spans and a few dozen native buckets per
-		// histogram; take starts new blocks if they run out.
-		spans:      make([]dto.BucketSpan, 2*n),
-		spanPtrs:   make([]*dto.BucketSpan, 2*n),
-		spanValues: make([]spanValues, 2*n),
-		deltas:     make([]int64, 32*n),
+		spans:      make([]dto.BucketSpan, size.spans),
+		spanPtrs:   make([]*dto.BucketSpan, size.spans),
+		spanValues: make([]spanValues, size.spans),
+		deltas:     make([]int64, size.deltas),
 	}
+}
+
+// size is what write needs of the blocks for h as it is now. Samples
+// that come in between need more: take then starts new blocks.
+func (h *latencyHistogram) size() histogramSize {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	spans, deltas := h.spanCounts()
+	return histogramSize{histograms: 1, spans: spans, deltas: deltas}
+}
+
+// spanCounts is how many spans and deltas encode the native buckets:
+// a gap of one or two empty buckets is cheaper kept inside a span, as
+// zero deltas, than as a new span.
+func (h *latencyHistogram) spanCounts() (spans, deltas int) {
+	for i, b := range h.buckets {
+		if gap := b.key - h.buckets[max(i-1, 0)].key - 1; i == 0 || gap > 2 {
+			spans++
+			deltas++
+		} else {
+			deltas += gap + 1
+		}
+	}
+	return spans, deltas
 }
 
 // take returns the first n elements of *s and removes them from it. If
@@ -259,22 +292,13 @@ func (h *latencyHistogram) write(blocks *histogramBlocks) *dto.Histogram {
 	return out
 }
 
-// spans encodes the native buckets as Prometheus does: spans of buckets,
-// where a gap of one or two empty buckets is cheaper kept inside a span,
-// and each count as the difference from the previous bucket's.
+// spans encodes the native buckets as Prometheus does: in spans (see
+// spanCounts), each count as the difference from the previous bucket's.
 func (h *latencyHistogram) spans(blocks *histogramBlocks) ([]*dto.BucketSpan, []int64) {
 	if len(h.buckets) == 0 {
 		return nil, nil
 	}
-	nSpans, nDeltas := 1, 1
-	for i := 1; i < len(h.buckets); i++ {
-		if gap := h.buckets[i].key - h.buckets[i-1].key - 1; gap > 2 {
-			nSpans++
-			nDeltas++
-		} else {
-			nDeltas += gap + 1
-		}
-	}
+	nSpans, nDeltas := h.spanCounts()
 	spans, ptrs, vals := take(&blocks.spans, nSpans), take(&blocks.spanPtrs, nSpans), take(&blocks.spanValues, nSpans)
 	deltas := take(&blocks.deltas, nDeltas)[:0]
 	s, prev, next := -1, int64(0), 0

@@ -24,7 +24,7 @@ var referenceOpts = prometheus.HistogramOpts{
 
 // histogramOf is what a scrape writes for h.
 func histogramOf(h *latencyHistogram) *dto.Histogram {
-	return h.write(newHistogramBlocks(1))
+	return h.write(newHistogramBlocks(h.size()))
 }
 
 // TestLatencyHistogramMatchesClientGolang: for the same samples, the
