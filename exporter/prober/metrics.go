@@ -10,10 +10,12 @@ package prober
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/rdma"
 )
@@ -28,64 +30,32 @@ import (
 // of value on both sides.
 var labelNames = []string{"source", "device", "port", "target", "op", "size_bytes", "mode"}
 
-// LatencyBuckets start at 1 us: RDMA round trips on hardware are a few
-// microseconds, below the 50 us where smokeping_prober's start. They
-// double up to about 2 s, which covers soft-RoCE and a struggling fabric.
-var LatencyBuckets = prometheus.ExponentialBuckets(1e-6, 2, 22)
-
-// Metrics are the prober's long-lived series.
+// Metrics are the prober's long-lived series. They are kept here, per
+// label set, and encoded by Collect (collector.go) rather than held in
+// client_golang vectors: a fleet's scrape walks 13 series per target, and
+// the vectors made every scrape sort them all and allocate their labels.
 type Metrics struct {
-	latency   *prometheus.HistogramVec
-	bandwidth *prometheus.GaugeVec
-	compErrs  *prometheus.CounterVec
-	timeouts  *prometheus.CounterVec
-	success   *prometheus.GaugeVec
-	lastOK    *prometheus.GaugeVec
-	duration  *prometheus.GaugeVec
-	probes    *prometheus.CounterVec
+	mu     sync.Mutex
+	series map[Key]*probeSeries
+	pairs  map[[2]string]*dto.LabelPair // label pairs shared by series, see labelPairs
+	// order is every series of every family in the order the registry
+	// sorts them, rebuilt only after a series comes or goes.
+	order    [numFamilies][]seriesRef
+	ordered  bool
+	families [numFamilies]*family
+	// Named for the tests, which read single series through them.
+	latency, bandwidth, compErrs, timeouts, success, lastOK, duration, probes *family
 }
 
 // NewMetrics creates the metrics and registers them on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:                            "rdma_probe_latency_seconds",
-			Help:                            "Round-trip time of RDMA probe operations, in seconds.",
-			Buckets:                         LatencyBuckets,
-			NativeHistogramBucketFactor:     1.05,
-			NativeHistogramMaxBucketNumber:  160,
-			NativeHistogramMinResetDuration: time.Hour,
-		}, labelNames),
-		bandwidth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "rdma_probe_bandwidth_bytes_per_second",
-			Help: "Bandwidth measured by the last bandwidth probe, first post to last completion, in bytes per second.",
-		}, labelNames),
-		compErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rdma_probe_completion_errors_total",
-			Help: "Probes that ended with a work completion error, by completion status (e.g. RETRY_EXC_ERR).",
-		}, append(labelNames[:len(labelNames):len(labelNames)], "status")),
-		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rdma_probe_timeouts_total",
-			Help: "Probes that ended because the peer did not answer in time: the probe timeout, the stall deadline, or connecting the QP timing out.",
-		}, labelNames),
-		success: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "rdma_probe_success",
-			Help: "Whether the last probe succeeded (1) or not (0).",
-		}, labelNames),
-		lastOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "rdma_probe_last_success_timestamp_seconds",
-			Help: "When the last successful probe ended, in seconds since the epoch.",
-		}, labelNames),
-		duration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "rdma_probe_duration_seconds",
-			Help: "How long the last probe took, setup included, in seconds.",
-		}, labelNames),
-		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rdma_probes_total",
-			Help: "Probes run, by result (success, completion_error, timeout, port_down, error).",
-		}, append(labelNames[:len(labelNames):len(labelNames)], "result")),
+	m := &Metrics{series: map[Key]*probeSeries{}, pairs: map[[2]string]*dto.LabelPair{}}
+	for i, f := range familyDefs {
+		m.families[i] = newFamily(m, f)
 	}
-	reg.MustRegister(m.latency, m.bandwidth, m.compErrs, m.timeouts, m.success, m.lastOK, m.duration, m.probes)
+	m.latency, m.bandwidth, m.compErrs, m.timeouts = m.families[famLatency], m.families[famBandwidth], m.families[famCompErrs], m.families[famTimeouts]
+	m.success, m.lastOK, m.duration, m.probes = m.families[famSuccess], m.families[famLastOK], m.families[famDuration], m.families[famProbes]
+	reg.MustRegister(m)
 	return m
 }
 
@@ -119,21 +89,23 @@ var retryStatuses = []rdma.WCStatus{rdma.WCRetryExcErr, rdma.WCRNRRetryExcErr}
 // Init creates every series of k at its zero value, so dashboards and
 // alerts see 0 rather than nothing before the first failure.
 func (m *Metrics) Init(k Key, bandwidth bool) {
-	v := k.values()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.seriesOf(k)
 	if !bandwidth {
-		m.latency.WithLabelValues(v...)
+		m.latencyOf(s)
 	} else {
-		m.bandwidth.WithLabelValues(v...)
+		m.set(&s.bandwidth)
 	}
-	for _, s := range retryStatuses {
-		m.compErrs.WithLabelValues(append(v, s.String())...)
+	for _, st := range retryStatuses {
+		m.labelled(&s.compErrs, s, famCompErrs, st.String())
 	}
-	m.timeouts.WithLabelValues(v...)
-	m.success.WithLabelValues(v...)
-	m.lastOK.WithLabelValues(v...)
-	m.duration.WithLabelValues(v...)
+	m.set(&s.timeouts)
+	m.set(&s.success)
+	m.set(&s.lastOK)
+	m.set(&s.duration)
 	for _, r := range results {
-		m.probes.WithLabelValues(append(v, r)...)
+		m.labelled(&s.probes, s, famProbes, r)
 	}
 }
 
@@ -141,69 +113,75 @@ func (m *Metrics) Init(k Key, bandwidth bool) {
 // target that is no longer probed disappears from /metrics instead of
 // showing its last values forever. It returns how many series went.
 func (m *Metrics) Forget(k Key) int {
-	v := k.values()
-	match := make(prometheus.Labels, len(labelNames))
-	for i, n := range labelNames {
-		match[n] = v[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.series[k]
+	if !ok {
+		return 0
 	}
-	n := 0
-	for _, vec := range []interface {
-		DeletePartialMatch(prometheus.Labels) int
-	}{m.latency, m.bandwidth, m.compErrs, m.timeouts, m.success, m.lastOK, m.duration, m.probes} {
-		n += vec.DeletePartialMatch(match)
-	}
-	return n
+	delete(m.series, k)
+	m.ordered = false
+	return s.count()
 }
 
 // Record files one probe's outcome under k: its samples or bandwidth on
 // success, its failure by kind otherwise.
 func (m *Metrics) Record(k Key, res *rdma.Result, err error, took time.Duration, now time.Time) {
-	v := k.values()
-	m.duration.WithLabelValues(v...).Set(took.Seconds())
+	// The samples go into the histogram, which has its own lock, after
+	// m.mu is released, so that a scrape does not wait for them.
+	if h := m.record(k, res, err, took, now); h != nil {
+		// Each engine bucket is 0.1% wide, far finer than any bucket
+		// here, so its samples are observed at its middle value.
+		for _, b := range res.Latency.Buckets {
+			h.observe(float64(b.Ns)/1e9, b.Count, now)
+		}
+	}
+}
+
+// record files all but the latency samples, and returns the histogram
+// they go into, if any.
+func (m *Metrics) record(k Key, res *rdma.Result, err error, took time.Duration, now time.Time) *latencyHistogram {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.seriesOf(k)
+	m.set(&s.duration).v = took.Seconds()
 	if err != nil {
-		m.success.WithLabelValues(v...).Set(0)
+		m.set(&s.success).v = 0
 		var ce *rdma.CompletionError
 		var se *rdma.StallError
 		var pd *rdma.PortDownError
 		switch {
 		case errors.As(err, &ce):
-			m.compErrs.WithLabelValues(append(v, ce.Status.String())...).Inc()
-			m.probes.WithLabelValues(append(v, "completion_error")...).Inc()
+			m.labelled(&s.compErrs, s, famCompErrs, ce.Status.String()).v++
+			m.labelled(&s.probes, s, famProbes, "completion_error").v++
 		// ETIMEDOUT: connecting the QP found no answer from the peer's
 		// address (on RoCE, its neighbour entry never resolved), which is
 		// a dead path as much as a stall is; so is the responder's report
 		// that the same happened on its end.
 		case errors.As(err, &se), errors.Is(err, errTimeout), errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, ctrl.ErrPeerTimeout):
-			m.timeouts.WithLabelValues(v...).Inc()
-			m.probes.WithLabelValues(append(v, "timeout")...).Inc()
+			m.set(&s.timeouts).v++
+			m.labelled(&s.probes, s, famProbes, "timeout").v++
 		case errors.As(err, &pd):
-			m.probes.WithLabelValues(append(v, "port_down")...).Inc()
+			m.labelled(&s.probes, s, famProbes, "port_down").v++
 		default:
-			m.probes.WithLabelValues(append(v, "error")...).Inc()
+			m.labelled(&s.probes, s, famProbes, "error").v++
 		}
-		return
+		return nil
 	}
-	m.success.WithLabelValues(v...).Set(1)
-	m.lastOK.WithLabelValues(v...).Set(float64(now.UnixNano()) / 1e9)
-	m.probes.WithLabelValues(append(v, "success")...).Inc()
-	if l := res.Latency; l != nil {
-		obs := m.latency.WithLabelValues(v...)
-		// Each engine bucket is 0.1% wide, far finer than any bucket
-		// here, so its samples are observed at its middle value.
-		for _, b := range l.Buckets {
-			s := float64(b.Ns) / 1e9
-			for range b.Count {
-				obs.Observe(s)
-			}
-		}
-	}
+	m.set(&s.success).v = 1
+	m.set(&s.lastOK).v = float64(now.UnixNano()) / 1e9
+	m.labelled(&s.probes, s, famProbes, "success").v++
 	if b := res.Bandwidth; b != nil && len(b.Directions) > 0 {
 		var bps float64
 		for _, d := range b.Directions {
 			bps += d.BytesPerSecond
 		}
-		m.bandwidth.WithLabelValues(v...).Set(bps)
+		m.set(&s.bandwidth).v = bps
 	}
+	if res.Latency != nil {
+		return m.latencyOf(s)
+	}
+	return nil
 }
 
 // results are the values of rdma_probes_total's result label. port_down

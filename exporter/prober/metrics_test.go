@@ -1,12 +1,59 @@
 package prober
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rdmarun/rdmarun/rdma"
 )
+
+// WithLabelValues reads the one series of f with these label values (the
+// key's, then the status or result), for testutil.ToFloat64, as a
+// client_golang vector's method of that name does. Unlike a vector's, it
+// creates nothing: a series that does not exist collects nothing, and
+// ToFloat64 fails the test.
+func (f *family) WithLabelValues(lvs ...string) prometheus.Collector {
+	return seriesReader{f: f, values: lvs}
+}
+
+type seriesReader struct {
+	f      *family
+	values []string
+}
+
+func (r seriesReader) Describe(ch chan<- *prometheus.Desc) { ch <- r.f.desc }
+
+func (r seriesReader) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric)
+	go func() { r.f.m.Collect(all); close(all) }()
+	names := labelNames
+	if r.f.extra != "" {
+		names = append(names[:len(names):len(names)], r.f.extra)
+	}
+	for m := range all {
+		if m.Desc() != r.f.desc {
+			continue
+		}
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			panic(err)
+		}
+		match := len(d.GetLabel()) == len(r.values)
+		for _, lp := range d.GetLabel() {
+			i := slices.Index(names, lp.GetName())
+			match = match && i >= 0 && i < len(r.values) && r.values[i] == lp.GetValue()
+		}
+		if match {
+			ch <- m
+		}
+	}
+}
 
 // seriesOf counts the gathered series whose labels are all of k's.
 func seriesOf(t *testing.T, reg *prometheus.Registry, k Key) int {
@@ -70,5 +117,38 @@ func TestForget(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecordExposition: the exact series a success and a retry failure
+// leave, Init's zeros included.
+func TestRecordExposition(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewMetrics(reg)
+	m.Init(key, false)
+	m.Record(key, latencyResult(1500), nil, time.Millisecond, time.Unix(1700000000, 0))
+	m.Record(key, nil, fmt.Errorf("probe: %w", &rdma.CompletionError{Status: rdma.WCRetryExcErr}), time.Millisecond, time.Unix(1700000015, 0))
+	want := `
+# HELP rdma_probe_completion_errors_total Probes that ended with a work completion error, by completion status (e.g. RETRY_EXC_ERR).
+# TYPE rdma_probe_completion_errors_total counter
+rdma_probe_completion_errors_total{device="rxe1",mode="event",op="write",port="1",size_bytes="2",source="node-b",status="RETRY_EXC_ERR",target="10.0.0.1:18520"} 1
+rdma_probe_completion_errors_total{device="rxe1",mode="event",op="write",port="1",size_bytes="2",source="node-b",status="RNR_RETRY_EXC_ERR",target="10.0.0.1:18520"} 0
+# HELP rdma_probe_last_success_timestamp_seconds When the last successful probe ended, in seconds since the epoch.
+# TYPE rdma_probe_last_success_timestamp_seconds gauge
+rdma_probe_last_success_timestamp_seconds{device="rxe1",mode="event",op="write",port="1",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 1.7e+09
+# HELP rdma_probe_success Whether the last probe succeeded (1) or not (0).
+# TYPE rdma_probe_success gauge
+rdma_probe_success{device="rxe1",mode="event",op="write",port="1",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 0
+# HELP rdma_probes_total Probes run, by result (success, completion_error, timeout, port_down, error).
+# TYPE rdma_probes_total counter
+rdma_probes_total{device="rxe1",mode="event",op="write",port="1",result="completion_error",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 1
+rdma_probes_total{device="rxe1",mode="event",op="write",port="1",result="error",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 0
+rdma_probes_total{device="rxe1",mode="event",op="write",port="1",result="port_down",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 0
+rdma_probes_total{device="rxe1",mode="event",op="write",port="1",result="success",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 1
+rdma_probes_total{device="rxe1",mode="event",op="write",port="1",result="timeout",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 0
+`
+	if err := testutil.CollectAndCompare(reg, strings.NewReader(want),
+		"rdma_probe_completion_errors_total", "rdma_probe_last_success_timestamp_seconds", "rdma_probe_success", "rdma_probes_total"); err != nil {
+		t.Error(err)
 	}
 }
