@@ -232,8 +232,8 @@ func rows(t test, pt, rr []sample) string {
 	f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
 	switch {
 	case t.msgRate:
-		return line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), f("%.4f", p.msgsPerSec/1e6), spread(pt, rateOf, "%.4f"), "") +
-			line("", "rdmarun", "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), f("%.4f", r.msgsPerSec/1e6), spread(rr, rateOf, "%.4f"), f("%.3f", r.msgsPerSec/p.msgsPerSec))
+		return line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), f("%.4g", p.msgsPerSec/1e6), spread(pt, rateOf, "%.4g"), "") +
+			line("", "rdmarun", "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), f("%.4g", r.msgsPerSec/1e6), spread(rr, rateOf, "%.4g"), f("%.3f", r.msgsPerSec/p.msgsPerSec))
 	case t.bandwidth:
 		return line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), "", spread(pt, gbpsOf, "%.4f"), "") +
 			line("", "rdmarun", "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), "", spread(rr, gbpsOf, "%.4f"), f("%.3f", r.bytesPerSec/p.bytesPerSec))

@@ -41,6 +41,6 @@ func TestRowsLineUp(t *testing.T) {
 	check(2, "18.67", "median us")
 	check(2, "1.000", "rdmarun/perftest")
 	check(4, "10.0000", "Gb/s")
-	check(6, "1.0500", "Mmsg/s")
+	check(6, "1.05", "Mmsg/s")
 	check(6, "1.000", "rdmarun/perftest")
 }
