@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,29 +74,34 @@ func (m *Manager) self(cfg *config.Config, source string) mesh.Self {
 		return s
 	}
 	// A responder on every address is this node at any of its own
-	// addresses on that port.
+	// addresses on that port. The addresses are read once per choice, not
+	// once per target: a fleet lists thousands.
+	local := localIPs()
 	s.Local = func(hostport string) bool {
 		h, p, err := net.SplitHostPort(hostport)
 		if err != nil || p != port {
 			return false
 		}
 		ip := net.ParseIP(h)
-		return ip != nil && (ip.IsLoopback() || localIP(ip))
+		return ip != nil && (ip.IsLoopback() || slices.ContainsFunc(local, ip.Equal))
 	}
 	return s
 }
 
-func localIP(ip net.IP) bool {
+// localIPs are this host's interface addresses; none when they cannot be
+// read, so that only loopback counts as this node.
+func localIPs() []net.IP {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return false
+		return nil
 	}
+	var out []net.IP
 	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-			return true
+		if n, ok := a.(*net.IPNet); ok {
+			out = append(out, n.IP)
 		}
 	}
-	return false
+	return out
 }
 
 // follow takes a discovered target set and probes this epoch's share of

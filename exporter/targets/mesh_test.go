@@ -132,3 +132,28 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no single series %s", name)
 	return 0
 }
+
+// TestManagerMeshWildcardResponder: a responder on every address finds
+// itself at any of this host's addresses on its port (here loopback), and
+// only on its port.
+func TestManagerMeshWildcardResponder(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := &fakePeers{peers: map[string]prober.Peer{}}
+	m := NewManager(reg, f.transport, "rxe0", Identity{Responder: ":18520"}, slog.New(slog.DiscardHandler))
+	t.Cleanup(m.Stop)
+	c, err := config.Parse([]byte(modules + `mesh: {max_targets: 2}
+targets:
+  static:
+    - {name: me, address: 127.0.0.1:18520, module: default}
+    - {name: other-port, address: 127.0.0.1:18521, module: default}
+    - {name: far, address: 10.0.0.9:18520, module: default}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Apply(context.Background(), c)
+	want := []string{"me far", "me other-port"}
+	if got := probeSources(t, reg); !slices.Equal(got, want) {
+		t.Errorf("probes (source target): %q, want %q", got, want)
+	}
+}
