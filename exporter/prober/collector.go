@@ -24,6 +24,8 @@ const (
 	famLastOK
 	famDuration
 	famProbes
+	famConnections
+	famConnSetup
 	numFamilies
 )
 
@@ -60,6 +62,10 @@ var familyDefs = [numFamilies]familyDef{
 		help: "How long the last probe took, setup included, in seconds."},
 	famProbes: {name: "rdma_probes_total", kind: kindCounter, extra: "result",
 		help: "Probes run, by result (success, completion_error, timeout, port_down, error)."},
+	famConnections: {name: "rdma_probe_connections_total", kind: kindCounter,
+		help: "Connections (control channel and QPs) opened to the target; probes reuse one between rounds, so a rising rate means connections break or expire."},
+	famConnSetup: {name: "rdma_probe_connection_setup_seconds", kind: kindGauge,
+		help: "How long the last connection set-up to the target took (control connection, handshake, QPs to RTS), in seconds; not part of the latency histogram."},
 }
 
 type family struct {
@@ -104,6 +110,7 @@ type probeSeries struct {
 
 	latency                                        *latencyHistogram // nil until the key has one
 	bandwidth, timeouts, success, lastOK, duration value
+	connections, connSetup                         value
 	compErrs, probes                               []labelledValue
 }
 
@@ -113,7 +120,7 @@ func (s *probeSeries) count() int {
 	if s.latency != nil {
 		n++
 	}
-	for _, v := range []*value{&s.bandwidth, &s.timeouts, &s.success, &s.lastOK, &s.duration} {
+	for _, v := range []*value{&s.bandwidth, &s.timeouts, &s.success, &s.lastOK, &s.duration, &s.connections, &s.connSetup} {
 		if v.on {
 			n++
 		}
@@ -268,6 +275,10 @@ func (s *probeSeries) scalar(f int) *value {
 		return &s.lastOK
 	case famDuration:
 		return &s.duration
+	case famConnections:
+		return &s.connections
+	case famConnSetup:
+		return &s.connSetup
 	}
 	panic("prober: family " + strconv.Itoa(f) + " has no plain series")
 }

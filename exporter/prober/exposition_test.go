@@ -37,6 +37,9 @@ func goldenProbes(m *Metrics) {
 	m.Init(lat2, false)
 	m.Init(lat3, false)
 	m.Init(bw, true)
+	m.RecordConnect(lat, 120*time.Millisecond)
+	m.RecordConnect(lat, 95*time.Millisecond) // a re-connect, as after a broken connection
+	m.RecordConnect(bw, 2*time.Millisecond)
 	m.Record(lat, latencyResult(1500, 1600, 25000, 700000), nil, 3*time.Millisecond, at)
 	m.Record(lat, nil, &rdma.CompletionError{Status: rdma.WCRetryExcErr}, 40*time.Millisecond, at.Add(time.Second))
 	m.Record(lat, nil, &rdma.CompletionError{Status: rdma.WCRemAccessErr}, 2*time.Millisecond, at.Add(2*time.Second))

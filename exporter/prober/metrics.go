@@ -45,6 +45,7 @@ type Metrics struct {
 	families [numFamilies]*family
 	// Named for the tests, which read single series through them.
 	latency, bandwidth, compErrs, timeouts, success, lastOK, duration, probes *family
+	connections, connSetup                                                    *family
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -55,6 +56,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.latency, m.bandwidth, m.compErrs, m.timeouts = m.families[famLatency], m.families[famBandwidth], m.families[famCompErrs], m.families[famTimeouts]
 	m.success, m.lastOK, m.duration, m.probes = m.families[famSuccess], m.families[famLastOK], m.families[famDuration], m.families[famProbes]
+	m.connections, m.connSetup = m.families[famConnections], m.families[famConnSetup]
 	reg.MustRegister(m)
 	return m
 }
@@ -104,6 +106,7 @@ func (m *Metrics) Init(k Key, bandwidth bool) {
 	m.set(&s.success)
 	m.set(&s.lastOK)
 	m.set(&s.duration)
+	m.set(&s.connections)
 	for _, r := range results {
 		m.labelled(&s.probes, s, famProbes, r)
 	}
@@ -122,6 +125,19 @@ func (m *Metrics) Forget(k Key) int {
 	delete(m.series, k)
 	m.ordered = false
 	return s.count()
+}
+
+// RecordConnect files a connection (control channel and QPs) to k's
+// target that was set up and took setup. The set-up is kept apart from
+// the latency histogram: it is a signal of its own (a slow handshake, a
+// responder under load), not round-trip time, and a probe on a kept
+// connection no longer pays it.
+func (m *Metrics) RecordConnect(k Key, setup time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.seriesOf(k)
+	m.set(&s.connections).v++
+	m.set(&s.connSetup).v = setup.Seconds()
 }
 
 // Record files one probe's outcome under k: its samples or bandwidth on

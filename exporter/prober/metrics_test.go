@@ -88,18 +88,20 @@ func TestForget(t *testing.T) {
 	other := key
 	other.Target = "stays"
 	all := []Key{lat, bw, other}
-	// Init's series, plus those only a probe creates: a completion status
-	// the alerts do not watch.
-	const latSeries, bwSeries = 1 + 2 + 1 + 1 + 1 + 1 + 5, 1 + 2 + 1 + 1 + 1 + 1 + 5
+	// Init's series (latency or bandwidth, 2 completion statuses,
+	// timeouts, success, last success, duration, connections, 5
+	// results), plus those only a probe or a connection creates: a
+	// completion status the alerts do not watch, and the set-up time.
+	const latSeries, bwSeries = 1 + 2 + 1 + 1 + 1 + 1 + 1 + 5, 1 + 2 + 1 + 1 + 1 + 1 + 1 + 5
 	for _, tc := range []struct {
 		name   string
 		forget []Key
 		want   map[Key]int // series left per key
 	}{
-		{name: "nothing", want: map[Key]int{lat: latSeries + 1, bw: bwSeries, other: latSeries}},
-		{name: "one key", forget: []Key{lat}, want: map[Key]int{lat: 0, bw: bwSeries, other: latSeries}},
+		{name: "nothing", want: map[Key]int{lat: latSeries + 2, bw: bwSeries + 1, other: latSeries}},
+		{name: "one key", forget: []Key{lat}, want: map[Key]int{lat: 0, bw: bwSeries + 1, other: latSeries}},
 		{name: "a whole target", forget: []Key{lat, bw}, want: map[Key]int{lat: 0, bw: 0, other: latSeries}},
-		{name: "twice is harmless", forget: []Key{lat, lat}, want: map[Key]int{lat: 0, bw: bwSeries, other: latSeries}},
+		{name: "twice is harmless", forget: []Key{lat, lat}, want: map[Key]int{lat: 0, bw: bwSeries + 1, other: latSeries}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
@@ -108,6 +110,8 @@ func TestForget(t *testing.T) {
 			m.Init(bw, true)
 			m.Init(other, false)
 			m.Record(lat, nil, &rdma.CompletionError{Status: rdma.WCRemAccessErr}, time.Millisecond, time.Now())
+			m.RecordConnect(lat, 3*time.Millisecond)
+			m.RecordConnect(bw, 4*time.Millisecond)
 			for _, k := range tc.forget {
 				m.Forget(k)
 			}
@@ -150,5 +154,45 @@ rdma_probes_total{device="rxe1",mode="event",op="write",port="1",result="timeout
 	if err := testutil.CollectAndCompare(reg, strings.NewReader(want),
 		"rdma_probe_completion_errors_total", "rdma_probe_last_success_timestamp_seconds", "rdma_probe_success", "rdma_probes_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestRecordConnect: Init creates the connection counter at 0, so that
+// rate() over it is 0 from the first scrape, but not the set-up gauge,
+// which would claim a set-up of 0 s; each connection adds one and sets
+// the gauge to its own set-up time.
+func TestRecordConnect(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewMetrics(reg)
+	m.Init(key, false)
+	const before = `
+# HELP rdma_probe_connections_total Connections (control channel and QPs) opened to the target; probes reuse one between rounds, so a rising rate means connections break or expire.
+# TYPE rdma_probe_connections_total counter
+rdma_probe_connections_total{device="rxe1",mode="event",op="write",port="1",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 0
+`
+	if err := testutil.CollectAndCompare(reg, strings.NewReader(before),
+		"rdma_probe_connections_total", "rdma_probe_connection_setup_seconds"); err != nil {
+		t.Errorf("after Init: %v", err)
+	}
+	m.RecordConnect(key, 250*time.Millisecond)
+	m.RecordConnect(key, 1500*time.Microsecond)
+	const after = `
+# HELP rdma_probe_connection_setup_seconds How long the last connection set-up to the target took (control connection, handshake, QPs to RTS), in seconds; not part of the latency histogram.
+# TYPE rdma_probe_connection_setup_seconds gauge
+rdma_probe_connection_setup_seconds{device="rxe1",mode="event",op="write",port="1",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 0.0015
+# HELP rdma_probe_connections_total Connections (control channel and QPs) opened to the target; probes reuse one between rounds, so a rising rate means connections break or expire.
+# TYPE rdma_probe_connections_total counter
+rdma_probe_connections_total{device="rxe1",mode="event",op="write",port="1",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 2
+`
+	if err := testutil.CollectAndCompare(reg, strings.NewReader(after),
+		"rdma_probe_connections_total", "rdma_probe_connection_setup_seconds"); err != nil {
+		t.Errorf("after two connections: %v", err)
+	}
+	if got := histogramOf(m.series[key].latency).GetSampleCount(); got != 0 {
+		t.Errorf("latency samples after connections: %d, want 0", got)
+	}
+	m.Forget(key)
+	if n := testutil.CollectAndCount(reg, "rdma_probe_connections_total", "rdma_probe_connection_setup_seconds"); n != 0 {
+		t.Errorf("after Forget: %d connection series left", n)
 	}
 }
