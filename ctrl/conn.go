@@ -227,6 +227,36 @@ func (c *Conn) decode(f frame, v any) error {
 	return nil
 }
 
+// Quiet checks, without waiting, that the peer has neither closed the
+// connection nor sent anything. Between the runs of a kept session the
+// peer has nothing to say, so anything but silence means the session is
+// over: Quiet returns nil for silence and otherwise why, and the read
+// side is then out of step for good.
+func (c *Conn) Quiet() error {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rerr != nil {
+		return c.rerr
+	}
+	// A deadline already past makes Go fail the read before trying it;
+	// one a moment ahead tries the socket once and waits no longer.
+	if err := c.nc.SetReadDeadline(time.Now().Add(time.Millisecond)); err != nil {
+		c.rerr = fmt.Errorf("ctrl: the connection to %s is unusable: %w", c.peer, err)
+		return c.rerr
+	}
+	var b [1]byte
+	n, err := c.nc.Read(b[:])
+	switch {
+	case n > 0:
+		c.rerr = &ProtocolError{Peer: c.peer, Op: "waiting between requests", Reason: "the peer sent data unasked"}
+	case err == nil || isDeadline(err):
+		return nil
+	default:
+		c.rerr = c.readError(context.Background(), "waiting between requests", 0, err)
+	}
+	return c.rerr
+}
+
 func (c *Conn) recv(ctx context.Context, op string) (frame, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()

@@ -287,3 +287,78 @@ func TestSendErrors(t *testing.T) {
 		})
 	}
 }
+
+// tcpConn is a Conn over real loopback TCP and the raw other end: Quiet
+// depends on what a socket does after the peer closes, which a pipe does
+// not show.
+func tcpConn(t *testing.T) (*Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := <-accepted
+	if b == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return NewConn(a, Options{}), b
+}
+
+func TestQuiet(t *testing.T) {
+	t.Run("silent peer", func(t *testing.T) {
+		c, raw := tcpConn(t)
+		if err := c.Quiet(); err != nil {
+			t.Fatalf("Quiet on a silent, open connection: %v", err)
+		}
+		// The stream is still in step: a frame sent after reads whole.
+		peer := NewConn(raw, Options{})
+		if err := peer.Send(context.Background(), KindReady, nil); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.Recv(ctx, KindReady, nil); err != nil {
+			t.Fatalf("Recv after Quiet: %v", err)
+		}
+	})
+	t.Run("peer closed", func(t *testing.T) {
+		c, raw := tcpConn(t)
+		raw.Close()
+		var err error
+		deadline := time.Now().Add(5 * time.Second)
+		for err = c.Quiet(); err == nil && time.Now().Before(deadline); err = c.Quiet() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		wantErr(t, err, "closed the control connection", "waiting between requests")
+		if again := c.Quiet(); again == nil {
+			t.Error("a second Quiet after the peer closed returned nil")
+		}
+	})
+	t.Run("peer spoke unasked", func(t *testing.T) {
+		c, raw := tcpConn(t)
+		peer := NewConn(raw, Options{})
+		if err := peer.Send(context.Background(), KindDone, nil); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		deadline := time.Now().Add(5 * time.Second)
+		for err = c.Quiet(); err == nil && time.Now().Before(deadline); err = c.Quiet() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		wantErr(t, err, "sent data unasked")
+		if err := c.Recv(context.Background(), KindDone, nil); err == nil {
+			t.Error("Recv after the stream went out of step succeeded")
+		}
+	})
+}
