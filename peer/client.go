@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
@@ -86,145 +85,15 @@ func (e *RemoteSideError) Error() string { return "responder side failed: " + e.
 
 func (e *RemoteSideError) Is(target error) bool { return e.Timeout && target == ctrl.ErrPeerTimeout }
 
-// Run runs spec against the responder at cfg.Addr. The local endpoint is
-// created here and freed before Run returns.
+// Run runs spec against the responder at cfg.Addr, once. The local
+// endpoint is created here and freed before Run returns.
 func Run(ctx context.Context, cfg ClientConfig, spec rdma.Test) (*rdma.Result, error) {
-	if err := spec.Ready(); err != nil {
-		return nil, err
-	}
-	addr := cfg.Addr
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, DefaultPort)
-	}
-	step := cfg.StepTimeout
-	if step == 0 {
-		step = 10 * time.Second
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	start := time.Now()
-	since := func() string { return time.Since(start).Round(time.Microsecond).String() }
-	wrap := func(stage Stage, err error) error {
-		log.Debug("failed", "stage", stage, "after", since(), "err", err)
-		return &Error{Addr: addr, Stage: stage, Err: err}
-	}
-	stepCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, step) }
-
-	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex}))
-	if err != nil {
-		log.Debug("local endpoint failed", "device", cfg.Device, "err", err)
-		return nil, err
-	}
-	defer ep.Close()
-	log.Debug("local endpoint ready", "device", cfg.Device, "gid", ep.Info().GID.String(), "qps", len(ep.Info().QPNs), "spec", spec.String(), "after", since())
-
-	sctx, cancel := stepCtx()
-	nc, err := ctrl.Dial(sctx, addr, cfg.TLS)
-	cancel()
-	if err != nil {
-		return nil, wrap(StageConnecting, err)
-	}
-	sctx, cancel = stepCtx()
-	c, err := ctrl.Client(sctx, nc, cfg.Token)
-	cancel()
-	if err != nil {
-		return nil, wrap(StageHandshake, err)
-	}
-	defer c.Close()
-	log.Debug("control channel up", "responder", addr, "tls", cfg.TLS != nil, "after", since())
-	send := func(stage Stage, k ctrl.Kind, v any) error {
-		sctx, cancel := stepCtx()
-		defer cancel()
-		if err := c.Send(sctx, k, v); err != nil {
-			return wrap(stage, err)
-		}
-		return nil
-	}
-	recv := func(stage Stage, k ctrl.Kind, v any) error {
-		sctx, cancel := stepCtx()
-		defer cancel()
-		if err := c.Recv(sctx, k, v); err != nil {
-			return wrap(stage, err)
-		}
-		return nil
-	}
-
-	if err := send(StageSendSpec, ctrl.KindSpec, specMsg{Spec: spec.Settings(), Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex}); err != nil {
-		return nil, err
-	}
-	var ok specOKMsg
-	if err := recv(StageSetup, ctrl.KindSpecOK, &ok); err != nil {
-		return nil, err
-	}
-	if err := send(StageEndpoints, ctrl.KindEndpoints, toWire(ep.Info())); err != nil {
-		return nil, err
-	}
-	var theirs endpointMsg
-	if err := recv(StageEndpoints, ctrl.KindEndpoints, &theirs); err != nil {
-		return nil, err
-	}
-	peerInfo := theirs.info()
-	if err := ep.Connect(peerInfo, spec.QP); err != nil {
-		log.Debug("connecting the QPs failed", "err", err, "after", since())
-		return nil, err
-	}
-	log.Debug("QPs connected", "peer_device", peerInfo.Device, "peer_gid", peerInfo.GID.String(), "after", since())
-	role, _ := rdma.Roles(spec)
-	side, err := ep.Prepare(spec, 0, role, peerInfo)
+	s, err := Dial(ctx, cfg, spec, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer side.Close()
-	if err := send(StageStarting, ctrl.KindReady, nil); err != nil {
-		return nil, err
-	}
-	if err := recv(StageStarting, ctrl.KindStart, nil); err != nil {
-		return nil, err
-	}
-	side.Start()
-	log.Debug("test started", "after", since())
-	if err := relay(ctx, c, side, step, time.Duration(spec.StallTimeout)); err != nil {
-		// The local side's own failure, if any, says more than the
-		// broken channel.
-		return nil, wrap(StageTest, rdma.FirstError(sideErr(side), err))
-	}
-	mine, localErr := side.Result()
-	// The responder answers once its side is done: it may still be
-	// draining, so allow it the stall deadline on top of a step.
-	rctx, cancel := context.WithTimeout(ctx, step+time.Duration(spec.StallTimeout))
-	var theirRes resultMsg
-	err = c.Recv(rctx, ctrl.KindResult, &theirRes)
-	cancel()
-	if err != nil {
-		if localErr != nil {
-			return nil, localErr
-		}
-		return nil, wrap(StageAwaitResult, err)
-	}
-	bctx, bcancel := stepCtx()
-	_ = c.Send(bctx, ctrl.KindBye, nil)
-	bcancel()
-	var remoteErr error
-	if theirRes.Error != "" {
-		remoteErr = &RemoteSideError{Msg: theirRes.Error, Timeout: theirRes.Timeout}
-		if theirRes.Stopped {
-			remoteErr = fmt.Errorf("%w: %w", rdma.ErrStopped, remoteErr)
-		}
-	}
-	if err := rdma.FirstError(localErr, remoteErr); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("rdma: run stopped: %w", ctx.Err())
-		}
-		return nil, err
-	}
-	if theirRes.Side == nil {
-		return nil, wrap(StageResult, errors.New("no result and no error"))
-	}
-	spec.QP = ep.Attrs()
-	log.Debug("test done", "after", since())
-	return rdma.Assemble(spec, ep.Info(), peerInfo, mine, theirRes.Side), nil
+	defer s.Close()
+	return s.Run(ctx)
 }
 
 func sideErr(s *rdma.SideRun) error {

@@ -33,7 +33,15 @@ type ServerConfig struct {
 	MaxConcurrent int
 	// HandshakeTimeout bounds each control step; 0 means 10 s.
 	StepTimeout time.Duration
-	Logger      *slog.Logger
+	// MaxSessions bounds the sessions kept between runs for clients that
+	// ask (a prober testing this responder every few seconds); a client
+	// beyond it is served one run at a time. 0 means 256, negative none;
+	// a session holds its QPs and buffer while idle, but no test slot.
+	MaxSessions int
+	// MaxIdle bounds how long a kept session may wait for its next run;
+	// 0 means 5 minutes.
+	MaxIdle time.Duration
+	Logger  *slog.Logger
 	// DialTLS, when set, is the client TLS configuration for the tests
 	// this responder runs itself on a coordinator's behalf (relays).
 	DialTLS *tls.Config
@@ -54,6 +62,9 @@ type Server struct {
 	// token without stopping the tests in flight.
 	token atomic.Pointer[string]
 
+	// kept counts the sessions kept between runs (MaxSessions).
+	kept atomic.Int64
+
 	mu     sync.Mutex
 	served int
 	failed int
@@ -73,10 +84,16 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.StepTimeout == 0 {
 		cfg.StepTimeout = 10 * time.Second
 	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = 256
+	}
+	if cfg.MaxIdle == 0 {
+		cfg.MaxIdle = 5 * time.Minute
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxTest < 0 || cfg.MaxConcurrent < 0 || cfg.StepTimeout < 0 {
+	if cfg.MaxTest < 0 || cfg.MaxConcurrent < 0 || cfg.StepTimeout < 0 || cfg.MaxIdle < 0 {
 		return nil, errors.New("peer: negative limit in the server config")
 	}
 	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrent)}
@@ -137,8 +154,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer func() { <-s.slots }()
-			s.handle(ctx, nc)
+			sl := &slot{slots: s.slots, held: true}
+			defer sl.release()
+			s.handle(ctx, nc, sl)
 		}()
 	}
 }
@@ -158,9 +176,9 @@ func (s *Server) step(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, s.cfg.StepTimeout)
 }
 
-func (s *Server) handle(ctx context.Context, nc net.Conn) {
+func (s *Server) handle(ctx context.Context, nc net.Conn, sl *slot) {
 	log := s.cfg.Logger.With("client", nc.RemoteAddr().String())
-	err := s.serveTest(ctx, nc, log)
+	err := s.serveTest(ctx, nc, sl, log)
 	s.mu.Lock()
 	s.served++
 	if err != nil {
@@ -181,9 +199,11 @@ func (s *Server) handle(ctx context.Context, nc net.Conn) {
 
 var errHandshake = errors.New("handshake")
 
-// serveTest runs one client's test. Every step has a deadline; every
-// resource is freed on every path.
-func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger) error {
+// serveTest runs one client's test, or the runs of a session it asked
+// to keep. Every step has a deadline; every resource is freed on every
+// path.
+func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *slog.Logger) error {
+	// The set-up is bounded like a test; each run gets its own bound.
 	ctx, cancel := context.WithTimeout(parent, s.cfg.MaxTest)
 	defer cancel()
 	sctx, scancel := s.step(ctx)
@@ -194,7 +214,8 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 	}
 	defer c.Close()
 	fail := func(err error) error {
-		ectx, ecancel := s.step(ctx)
+		// parent, not ctx: a kept session outlives the set-up's bound.
+		ectx, ecancel := s.step(parent)
 		defer ecancel()
 		if pathTimedOut(err) {
 			_ = c.SendTimeout(ectx, err.Error())
@@ -245,7 +266,11 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 		return fail(err)
 	}
 	defer ep.Close()
-	if err := s.send(ctx, c, ctrl.KindSpecOK, specOKMsg{Device: dev}); err != nil {
+	idle := s.keep(time.Duration(req.KeepMS) * time.Millisecond)
+	if idle > 0 {
+		defer s.kept.Add(-1)
+	}
+	if err := s.send(ctx, c, ctrl.KindSpecOK, specOKMsg{Device: dev, KeepMS: idle.Milliseconds()}); err != nil {
 		return err
 	}
 
@@ -259,15 +284,85 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 	if err := s.send(ctx, c, ctrl.KindEndpoints, toWire(ep.Info())); err != nil {
 		return err
 	}
+	if err := s.recv(ctx, c, ctrl.KindReady, nil); err != nil {
+		return err
+	}
+	for run := 1; ; run++ {
+		rctx, rcancel := context.WithTimeout(parent, s.cfg.MaxTest)
+		err := s.serveRun(rctx, c, ep, spec, theirs.info(), log, fail)
+		rcancel()
+		if err != nil || idle == 0 {
+			if idle == 0 && err == nil {
+				// The client's Bye is a courtesy; its absence changes nothing.
+				bctx, bcancel := s.step(parent)
+				_ = c.Recv(bctx, ctrl.KindBye, nil)
+				bcancel()
+			}
+			return err
+		}
+		// A kept session waits for its next run without a test slot:
+		// an idle prober must not keep tests out.
+		sl.release()
+		more, err := s.nextRun(parent, c, idle, run)
+		if !more || err != nil {
+			return err
+		}
+		if err := sl.acquire(parent, s.cfg.StepTimeout); err != nil {
+			return fail(fmt.Errorf("responder busy: %d tests under way for longer than %v; try again shortly", s.cfg.MaxConcurrent, s.cfg.StepTimeout))
+		}
+		log.Debug("session run", "run", run+1)
+	}
+}
+
+// keep is how long a session whose client asked for asked is kept
+// between runs, and books it: 0 when the client asked for one run or the
+// responder keeps MaxSessions already (the client is then served one run
+// at a time, as before sessions).
+func (s *Server) keep(asked time.Duration) time.Duration {
+	if asked <= 0 || s.cfg.MaxSessions < 0 {
+		return 0
+	}
+	if s.kept.Add(1) > int64(s.cfg.MaxSessions) {
+		s.kept.Add(-1)
+		return 0
+	}
+	return min(asked, s.cfg.MaxIdle)
+}
+
+// nextRun waits for a kept session's next Ready. It reports false, with
+// no error, when the client ends the session (Bye, or closing between
+// runs) or lets it idle out.
+func (s *Server) nextRun(ctx context.Context, c *ctrl.Conn, idle time.Duration, runs int) (bool, error) {
+	ictx, cancel := context.WithTimeout(ctx, idle)
+	defer cancel()
+	kind, _, err := c.RecvAny(ictx)
+	switch {
+	case err == nil && kind == ctrl.KindReady:
+		return true, nil
+	case err == nil && kind == ctrl.KindBye:
+		return false, nil
+	case err == nil:
+		return false, fmt.Errorf("got %s between the runs of a session, want ready or bye", kind)
+	case ctx.Err() != nil || errors.Is(err, io.EOF) || isTimeout(err):
+		s.cfg.Logger.Debug("session over", "client", c.Peer(), "runs", runs, "why", err)
+		return false, nil
+	}
+	return false, fmt.Errorf("waiting for the next run: %w", err)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// serveRun runs one run of spec on ep, the client having said Ready.
+func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, spec rdma.Test, theirs rdma.EndpointInfo, log *slog.Logger, fail func(error) error) error {
 	_, role := rdma.Roles(spec)
-	side, err := ep.Prepare(spec, 1, role, theirs.info())
+	side, err := ep.Prepare(spec, 1, role, theirs)
 	if err != nil {
 		return fail(err)
 	}
 	defer side.Close()
-	if err := s.recv(ctx, c, ctrl.KindReady, nil); err != nil {
-		return err
-	}
 	side.Start()
 	if err := s.send(ctx, c, ctrl.KindStart, nil); err != nil {
 		side.Stop()
@@ -291,11 +386,39 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, log *slog.Logger
 	if err := s.send(ctx, c, ctrl.KindResult, msg); err != nil {
 		return err
 	}
-	// The client's Bye is a courtesy; its absence changes nothing.
-	bctx, bcancel := s.step(ctx)
-	_ = c.Recv(bctx, ctrl.KindBye, nil)
-	bcancel()
 	return runErr
+}
+
+// slot is a connection's claim on one of the tests served at once. A
+// kept session gives it up between runs.
+type slot struct {
+	slots chan struct{}
+	held  bool
+}
+
+func (sl *slot) release() {
+	if sl.held {
+		<-sl.slots
+		sl.held = false
+	}
+}
+
+// acquire waits at most wait for a slot.
+func (sl *slot) acquire(ctx context.Context, wait time.Duration) error {
+	if sl.held {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case sl.slots <- struct{}{}:
+		sl.held = true
+		return nil
+	case <-t.C:
+		return errors.New("no test slot")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Server) send(ctx context.Context, c *ctrl.Conn, k ctrl.Kind, v any) error {

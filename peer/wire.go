@@ -39,11 +39,18 @@ type specMsg struct {
 	// Device on the responder; empty: its default.
 	Device   string `json:"device,omitempty"`
 	GIDIndex *int   `json:"gid_index,omitempty"`
+	// KeepMS asks the responder to keep the session for this long
+	// between runs (Session); absent or 0, it serves one run. A responder
+	// from before sessions ignores it and serves one.
+	KeepMS int64 `json:"keep_ms,omitempty"`
 }
 
 // specOKMsg names what the responder chose.
 type specOKMsg struct {
 	Device string `json:"device"`
+	// KeepMS is how long the responder keeps the session between runs:
+	// at most what was asked; 0 for one run.
+	KeepMS int64 `json:"keep_ms,omitempty"`
 }
 
 // endpointMsg carries what EndpointInfo keeps out of reports: the PSNs,

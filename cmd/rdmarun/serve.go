@@ -33,6 +33,8 @@ type serveCmd struct {
 	dialCA        string
 	maxTest       time.Duration
 	maxConcurrent int
+	maxSessions   int
+	sessionIdle   time.Duration
 	logLevel      string
 	// allowUnauthenticated is the operator's explicit word that a
 	// responder on a network address may run without a token.
@@ -53,6 +55,8 @@ func newServeCmd(app *kingpin.Application) *serveCmd {
 	cmd.Flag("tls-ca", "Relayed tests (a coordinator asks this responder to test another): connect to the other responder with TLS, trusting this CA (PEM); --tls-cert and --tls-key, if given, are presented as the client certificate.").StringVar(&c.dialCA)
 	cmd.Flag("max-test", "Longest a test may hold the responder.").Default("10m").DurationVar(&c.maxTest)
 	cmd.Flag("max-concurrent", "Tests served at once.").Default("4").IntVar(&c.maxConcurrent)
+	cmd.Flag("max-sessions", "Sessions kept between runs for clients that probe again and again (rdmarun_exporter); a client beyond the limit is served one run at a time. An idle session holds its QPs and memory, not a test slot.").Default("256").IntVar(&c.maxSessions)
+	cmd.Flag("session-idle", "Longest a kept session may wait for its next run.").Default("5m").DurationVar(&c.sessionIdle)
 	cmd.Flag("log-level", "debug, info, warn or error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
 	cmd.Flag("allow-unauthenticated", "Serve on a network address without a token or client certificates: anyone who connects gets rkeys to this host's registered memory.").BoolVar(&c.allowUnauthenticated)
 	return c
@@ -115,9 +119,18 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	}
 	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[c.logLevel]
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if c.maxSessions < 0 {
+		return &exitError{exitInvalid, fmt.Errorf("--max-sessions %d: want 0 (keep none) or more", c.maxSessions)}
+	}
+	if c.maxSessions == 0 {
+		c.maxSessions = -1 // none, where the library's 0 is its default
+	}
+	if c.sessionIdle <= 0 {
+		return &exitError{exitInvalid, fmt.Errorf("--session-idle %v: want a positive duration such as 5m", c.sessionIdle)}
+	}
 	srv, err := peer.NewServer(peer.ServerConfig{
 		Device: c.device, Port: c.port, GIDIndex: gid, Token: token,
-		MaxTest: c.maxTest, MaxConcurrent: c.maxConcurrent, Logger: log,
+		MaxTest: c.maxTest, MaxConcurrent: c.maxConcurrent, MaxSessions: c.maxSessions, MaxIdle: c.sessionIdle, Logger: log,
 		DialTLS: dialTLS, RelayUnauthenticated: c.allowUnauthenticated,
 	})
 	if err != nil {

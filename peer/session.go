@@ -1,0 +1,276 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+// Session is one spec set up between this host and a responder: the
+// control channel, this end's endpoint and its QPs connected to the
+// responder's. A session the responder agreed to keep runs the spec
+// again and again, each run costing only its own traffic, as a prober
+// that tests the same peer every few seconds needs; any other runs once.
+type Session struct {
+	cfg  ClientConfig
+	spec rdma.Test
+	addr string
+	step time.Duration
+	log  *slog.Logger
+	ep   *rdma.Endpoint
+	c    *ctrl.Conn
+	peer rdma.EndpointInfo
+	// idle is how long the responder keeps the session between runs;
+	// 0: it serves one run.
+	idle   time.Duration
+	setup  time.Duration
+	runs   int
+	last   time.Time // when the last run ended
+	broken bool
+	closed bool
+}
+
+// Dial connects to the responder at cfg.Addr and sets up both ends of
+// spec, up to QPs ready to send. keep asks the responder to keep the
+// session for that long between runs; 0 asks for one run. The responder
+// may grant less, or nothing (a build before sessions, or one at its
+// limit of sessions): Idle says what it granted.
+func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Duration) (_ *Session, err error) {
+	if err := spec.Ready(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	s := &Session{cfg: cfg, spec: spec, addr: cfg.Addr, step: cfg.StepTimeout, log: cfg.Logger}
+	if _, _, err := net.SplitHostPort(s.addr); err != nil {
+		s.addr = net.JoinHostPort(s.addr, DefaultPort)
+	}
+	if s.step == 0 {
+		s.step = 10 * time.Second
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	log := s.log
+	since := func() string { return time.Since(start).Round(time.Microsecond).String() }
+	defer func() {
+		if err != nil {
+			s.broken = true
+			s.Close()
+		}
+	}()
+
+	s.ep, err = rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex}))
+	if err != nil {
+		log.Debug("local endpoint failed", "device", cfg.Device, "err", err)
+		return nil, err
+	}
+	log.Debug("local endpoint ready", "device", cfg.Device, "gid", s.ep.Info().GID.String(), "qps", len(s.ep.Info().QPNs), "spec", spec.String(), "after", since())
+
+	sctx, cancel := s.stepCtx(ctx)
+	nc, err := ctrl.Dial(sctx, s.addr, cfg.TLS)
+	cancel()
+	if err != nil {
+		return nil, s.wrap(StageConnecting, err)
+	}
+	sctx, cancel = s.stepCtx(ctx)
+	s.c, err = ctrl.Client(sctx, nc, cfg.Token)
+	cancel()
+	if err != nil {
+		nc.Close()
+		return nil, s.wrap(StageHandshake, err)
+	}
+	log.Debug("control channel up", "responder", s.addr, "tls", cfg.TLS != nil, "after", since())
+
+	req := specMsg{Spec: spec.Settings(), Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex, KeepMS: keep.Milliseconds()}
+	if err := s.send(ctx, StageSendSpec, ctrl.KindSpec, req); err != nil {
+		return nil, err
+	}
+	var ok specOKMsg
+	if err := s.recv(ctx, StageSetup, ctrl.KindSpecOK, &ok); err != nil {
+		return nil, err
+	}
+	if ok.KeepMS > 0 && keep > 0 {
+		s.idle = min(time.Duration(ok.KeepMS)*time.Millisecond, keep)
+	}
+	if err := s.send(ctx, StageEndpoints, ctrl.KindEndpoints, toWire(s.ep.Info())); err != nil {
+		return nil, err
+	}
+	var theirs endpointMsg
+	if err := s.recv(ctx, StageEndpoints, ctrl.KindEndpoints, &theirs); err != nil {
+		return nil, err
+	}
+	s.peer = theirs.info()
+	if err := s.ep.Connect(s.peer, spec.QP); err != nil {
+		log.Debug("connecting the QPs failed", "err", err, "after", since())
+		return nil, err
+	}
+	s.setup = time.Since(start)
+	s.last = time.Now()
+	log.Debug("QPs connected", "peer_device", s.peer.Device, "peer_gid", s.peer.GID.String(), "kept_for", s.idle, "after", since())
+	return s, nil
+}
+
+// Setup is how long Dial took: the endpoint, the control channel and its
+// handshake, and both ends' QPs brought to ready-to-send.
+func (s *Session) Setup() time.Duration { return s.setup }
+
+// Idle is how long the responder keeps the session between runs; 0 when
+// it serves one run.
+func (s *Session) Idle() time.Duration { return s.idle }
+
+// Usable reports whether Run may go on with the session as it is: the
+// responder keeps it, no run failed, it has been idle for less than the
+// responder keeps it (less a margin, so a request does not cross the
+// responder's giving up), and the control channel is still open and
+// silent. Anything else, a restarted responder for one, means a new
+// session.
+func (s *Session) Usable() bool {
+	margin := min(s.step, s.idle/4)
+	if s.closed || s.broken || s.idle == 0 || time.Since(s.last) > s.idle-margin {
+		return false
+	}
+	if err := s.c.Quiet(); err != nil {
+		s.log.Debug("session no longer usable", "responder", s.addr, "err", err)
+		s.broken = true
+		return false
+	}
+	return true
+}
+
+// errSessionOver is a Run on a session that cannot run again.
+var errSessionOver = errors.New("peer: the session is closed, failed, or was for one run only; dial a new one")
+
+// Run runs the spec once more. A run that fails leaves the session
+// broken: its QPs may be in the error state and the responder has ended
+// its side; the caller closes it and dials again.
+func (s *Session) Run(ctx context.Context) (*rdma.Result, error) {
+	if s.closed || s.broken || (s.runs > 0 && s.idle == 0) {
+		return nil, errSessionOver
+	}
+	res, err := s.run(ctx)
+	s.runs++
+	s.last = time.Now()
+	if err != nil {
+		s.broken = true
+	}
+	return res, err
+}
+
+func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
+	start := time.Now()
+	since := func() string { return time.Since(start).Round(time.Microsecond).String() }
+	role, _ := rdma.Roles(s.spec)
+	side, err := s.ep.Prepare(s.spec, 0, role, s.peer)
+	if err != nil {
+		return nil, err
+	}
+	defer side.Close()
+	if err := s.send(ctx, StageStarting, ctrl.KindReady, nil); err != nil {
+		return nil, err
+	}
+	if err := s.recv(ctx, StageStarting, ctrl.KindStart, nil); err != nil {
+		return nil, err
+	}
+	side.Start()
+	s.log.Debug("test started", "run", s.runs+1, "after", since())
+	if err := relay(ctx, s.c, side, s.step, time.Duration(s.spec.StallTimeout)); err != nil {
+		// The local side's own failure, if any, says more than the
+		// broken channel.
+		return nil, s.wrap(StageTest, rdma.FirstError(sideErr(side), err))
+	}
+	mine, localErr := side.Result()
+	// The responder answers once its side is done: it may still be
+	// draining, so allow it the stall deadline on top of a step.
+	rctx, cancel := context.WithTimeout(ctx, s.step+time.Duration(s.spec.StallTimeout))
+	var theirRes resultMsg
+	err = s.c.Recv(rctx, ctrl.KindResult, &theirRes)
+	cancel()
+	if err != nil {
+		if localErr != nil {
+			return nil, localErr
+		}
+		return nil, s.wrap(StageAwaitResult, err)
+	}
+	if s.idle == 0 {
+		// One run: the Bye ends it. A kept session says Bye on Close.
+		s.bye(ctx)
+	}
+	var remoteErr error
+	if theirRes.Error != "" {
+		remoteErr = &RemoteSideError{Msg: theirRes.Error, Timeout: theirRes.Timeout}
+		if theirRes.Stopped {
+			remoteErr = fmt.Errorf("%w: %w", rdma.ErrStopped, remoteErr)
+		}
+	}
+	if err := rdma.FirstError(localErr, remoteErr); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("rdma: run stopped: %w", ctx.Err())
+		}
+		return nil, err
+	}
+	if theirRes.Side == nil {
+		return nil, s.wrap(StageResult, errors.New("no result and no error"))
+	}
+	spec := s.spec
+	spec.QP = s.ep.Attrs()
+	s.log.Debug("test done", "run", s.runs+1, "after", since())
+	return rdma.Assemble(spec, s.ep.Info(), s.peer, mine, theirRes.Side), nil
+}
+
+// Close ends the session and frees the control channel, then the
+// endpoint. A kept session that is still sound first says Bye, so the
+// responder frees its side at once rather than at its idle deadline.
+func (s *Session) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.c != nil {
+		if s.idle > 0 && !s.broken {
+			s.bye(context.Background())
+		}
+		s.c.Close()
+	}
+	return s.ep.Close()
+}
+
+// bye is a courtesy: its failure changes nothing, so it waits at most a
+// step.
+func (s *Session) bye(ctx context.Context) {
+	bctx, cancel := s.stepCtx(ctx)
+	_ = s.c.Send(bctx, ctrl.KindBye, nil)
+	cancel()
+}
+
+func (s *Session) stepCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.step)
+}
+
+func (s *Session) wrap(stage Stage, err error) error {
+	s.log.Debug("failed", "stage", stage, "err", err)
+	return &Error{Addr: s.addr, Stage: stage, Err: err}
+}
+
+func (s *Session) send(ctx context.Context, stage Stage, k ctrl.Kind, v any) error {
+	sctx, cancel := s.stepCtx(ctx)
+	defer cancel()
+	if err := s.c.Send(sctx, k, v); err != nil {
+		return s.wrap(stage, err)
+	}
+	return nil
+}
+
+func (s *Session) recv(ctx context.Context, stage Stage, k ctrl.Kind, v any) error {
+	sctx, cancel := s.stepCtx(ctx)
+	defer cancel()
+	if err := s.c.Recv(sctx, k, v); err != nil {
+		return s.wrap(stage, err)
+	}
+	return nil
+}
