@@ -117,7 +117,7 @@ func run(args []string) int {
 	if plan.serve {
 		id.Responder = cfg.Responder.Listen
 	}
-	mgr := targets.NewManager(reg, prober.PeerTransport(token, logger), device, id, logger)
+	mgr := targets.NewManager(reg, prober.PeerTransport{Token: token, Logger: logger}, device, id, logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -38,7 +38,7 @@ type Handler struct {
 // its series carry source's answer as their source label.
 func NewHandler(cfg *config.SafeConfig, device, token string, source func() string, logger *slog.Logger) *Handler {
 	return &Handler{cfg: cfg, device: device, source: source, logger: logger,
-		transport: func(log *slog.Logger) Transport { return PeerTransport(token, log) }}
+		transport: func(log *slog.Logger) Transport { return PeerTransport{Token: token, Logger: log} }}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -48,7 +48,7 @@ func newFakeHandler(t *testing.T, fail error) *fakeHandler {
 	sc.C = c
 	f := &fakeHandler{Handler: NewHandler(sc, "rxe0", "secret", func() string { return "node-a" }, slog.New(slog.DiscardHandler))}
 	f.transport = func(log *slog.Logger) Transport {
-		return func(_ context.Context, p Peer, spec rdma.Test) (*rdma.Result, error) {
+		return RunFunc(func(_ context.Context, p Peer, spec rdma.Test) (*rdma.Result, error) {
 			f.mu.Lock()
 			f.peers, f.specs = append(f.peers, p), append(f.specs, spec)
 			f.mu.Unlock()
@@ -57,7 +57,7 @@ func newFakeHandler(t *testing.T, fail error) *fakeHandler {
 				return nil, fail
 			}
 			return latencyResult(1500, 2500), nil
-		}
+		})
 	}
 	return f
 }

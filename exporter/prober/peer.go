@@ -10,24 +10,81 @@ import (
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
-// PeerTransport runs probes against remote responders with peer.Run,
-// presenting token, each probe's steps logged to log at debug level.
-func PeerTransport(token string, log *slog.Logger) Transport {
-	return func(ctx context.Context, p Peer, spec rdma.Test) (*rdma.Result, error) {
-		if p.Device == "" {
-			return nil, rdma.ErrNoDevice
+// PeerTransport probes remote responders (peer.Dial), presenting token,
+// each probe's steps logged to log at debug level.
+type PeerTransport struct {
+	Token  string
+	Logger *slog.Logger
+}
+
+// Open implements Transport.
+func (t PeerTransport) Open(p Peer, spec rdma.Test, keep time.Duration) Link {
+	return &peerLink{t: t, peer: p, spec: spec, keep: keep}
+}
+
+// peerLink keeps one session to a responder between probes, when the
+// responder agrees to keep it, so that a probe costs its round trips
+// only, not a control connection, a handshake and QPs set up and torn
+// down. A probe on a session that can no longer run (the responder
+// restarted, or the session idled out) sets up a new one; a probe that
+// fails closes its session, so the next starts clean.
+type peerLink struct {
+	t    PeerTransport
+	peer Peer
+	spec rdma.Test
+	keep time.Duration
+	s    *peer.Session
+}
+
+func (l *peerLink) Probe(ctx context.Context) (*rdma.Result, time.Duration, error) {
+	if l.s != nil && !l.s.Usable() {
+		l.Close()
+	}
+	var setup time.Duration
+	if l.s == nil {
+		s, err := l.dial(ctx)
+		if err != nil {
+			return nil, 0, err
 		}
-		cc := peer.ClientConfig{Addr: p.Addr, Token: token, Device: p.Device, Port: p.Port, GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second, Logger: log}
-		if p.TLS != (ctrl.TLSConfig{}) {
-			// Read at every probe, so renewed certificates take effect
-			// without a reload; the files are small and probes are seconds
-			// apart.
-			tlsCfg, err := p.TLS.ClientConfig()
-			if err != nil {
-				return nil, err
+		setup = s.Setup()
+		if s.Idle() > 0 {
+			// The first run on new QPs pays for first touches (memory,
+			// address resolution, caches); it is warm-up, not latency.
+			if _, err := s.Run(ctx); err != nil {
+				s.Close()
+				return nil, setup, err
 			}
-			cc.TLS = tlsCfg
 		}
-		return peer.Run(ctx, cc, spec)
+		l.s = s
+	}
+	res, err := l.s.Run(ctx)
+	if err != nil || l.s.Idle() == 0 {
+		l.Close()
+	}
+	return res, setup, err
+}
+
+func (l *peerLink) dial(ctx context.Context) (*peer.Session, error) {
+	p := l.peer
+	if p.Device == "" {
+		return nil, rdma.ErrNoDevice
+	}
+	cc := peer.ClientConfig{Addr: p.Addr, Token: l.t.Token, Device: p.Device, Port: p.Port, GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second, Logger: l.t.Logger}
+	if p.TLS != (ctrl.TLSConfig{}) {
+		// Read at every connection, so renewed certificates take effect
+		// without a reload.
+		tlsCfg, err := p.TLS.ClientConfig()
+		if err != nil {
+			return nil, err
+		}
+		cc.TLS = tlsCfg
+	}
+	return peer.Dial(ctx, cc, l.spec, l.keep)
+}
+
+func (l *peerLink) Close() {
+	if l.s != nil {
+		l.s.Close()
+		l.s = nil
 	}
 }

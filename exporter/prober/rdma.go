@@ -22,21 +22,69 @@ type Peer struct {
 	TLS ctrl.TLSConfig
 }
 
-// Transport runs one test against a peer: peer.Run against a remote
-// responder in the exporter, a fake in tests of the logic above it.
-type Transport func(ctx context.Context, p Peer, spec rdma.Test) (*rdma.Result, error)
+// Transport opens links to peers: PeerTransport to remote responders in
+// the exporter, RunFunc fakes in tests of the logic above it.
+type Transport interface {
+	// Open returns a link that probes p with spec. keep is how long the
+	// link should keep its connection between probes (the caller probes
+	// again within it); 0 for a single probe.
+	Open(p Peer, spec rdma.Test, keep time.Duration) Link
+}
 
-// ProbeRDMA runs spec against target within timeout and records the
-// outcome under k. The context ends at timeout whatever is left; the
-// spec's own stall deadline, which the module set below the timeout
-// (config.Module.Tests), lets the verbs loop give up first.
+// Link probes one peer with one spec, again and again.
+type Link interface {
+	// Probe runs one probe. setup is how long setting up a connection
+	// took when this probe had to set one up (0 when it used the one
+	// kept from before): it is recorded apart from the latency.
+	Probe(ctx context.Context) (res *rdma.Result, setup time.Duration, err error)
+	// Close frees the connection kept, if any.
+	Close()
+}
+
+// RunFunc is a Transport whose every probe is a run of its own, with
+// nothing kept between probes.
+type RunFunc func(ctx context.Context, p Peer, spec rdma.Test) (*rdma.Result, error)
+
+// Open implements Transport.
+func (f RunFunc) Open(p Peer, spec rdma.Test, _ time.Duration) Link {
+	return runLink{f, p, spec}
+}
+
+type runLink struct {
+	run  RunFunc
+	peer Peer
+	spec rdma.Test
+}
+
+func (l runLink) Probe(ctx context.Context) (*rdma.Result, time.Duration, error) {
+	res, err := l.run(ctx, l.peer, l.spec)
+	return res, 0, err
+}
+
+func (runLink) Close() {}
+
+// ProbeRDMA runs spec against target once, on a link of its own, within
+// timeout and records the outcome under k: the /probe endpoint's probe.
 func ProbeRDMA(ctx context.Context, tr Transport, m *Metrics, k Key, p Peer, spec rdma.Test, timeout time.Duration) error {
+	l := tr.Open(p, spec, 0)
+	defer l.Close()
+	return ProbeLink(ctx, l, m, k, timeout)
+}
+
+// ProbeLink runs one probe on l within timeout and records the outcome
+// under k. The context ends at timeout whatever is left; the spec's own
+// stall deadline, which the module set below the timeout
+// (config.Module.Tests), lets the verbs loop give up first.
+func ProbeLink(ctx context.Context, l Link, m *Metrics, k Key, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := tr(ctx, p, spec)
+	res, setup, err := l.Probe(ctx)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("%w after %v: %w", errTimeout, timeout, err)
+	}
+	if setup > 0 {
+		m.RecordConnect(k, setup)
 	}
 	m.Record(k, res, err, time.Since(start), time.Now())
 	return err

@@ -36,7 +36,7 @@ func TestProbeSuccess(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	m.Init(key, false)
-	tr := func(context.Context, Peer, rdma.Test) (*rdma.Result, error) {
+	var tr RunFunc = func(context.Context, Peer, rdma.Test) (*rdma.Result, error) {
 		return latencyResult(1500, 1600, 25000), nil
 	}
 	if err := ProbeRDMA(context.Background(), tr, m, key, Peer{Addr: key.Target}, complete(rdma.TestSpec{Op: rdma.OpWrite}), time.Second); err != nil {
@@ -115,7 +115,7 @@ func TestProbeFailures(t *testing.T) {
 			// The module decides the stall deadline (half its timeout);
 			// the probe passes it on as it is.
 			sent := complete(rdma.TestSpec{Op: rdma.OpWrite, StallTimeout: rdma.Duration(50 * time.Millisecond)})
-			tr := func(ctx context.Context, _ Peer, spec rdma.Test) (*rdma.Result, error) {
+			var tr RunFunc = func(ctx context.Context, _ Peer, spec rdma.Test) (*rdma.Result, error) {
 				if !reflect.DeepEqual(spec, sent) {
 					t.Errorf("transport got spec %+v, want the probe's %+v", spec, sent)
 				}
@@ -225,7 +225,7 @@ func BenchmarkProbeRound(b *testing.B) {
 		samples[i] = int64(2000 + i*37)
 	}
 	res := latencyResult(samples...)
-	tr := func(context.Context, Peer, rdma.Test) (*rdma.Result, error) { return res, nil }
+	var tr RunFunc = func(context.Context, Peer, rdma.Test) (*rdma.Result, error) { return res, nil }
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime()
@@ -276,7 +276,7 @@ func (d *discardResponse) Write(p []byte) (int, error) { d.n += len(p); return l
 func benchmarkScrape(b *testing.B, targets int, headers map[string]string) {
 	reg, m, keys, heap := benchTargets(b, targets)
 	res := latencyResult(2000, 3000, 5000, 9000, 40000)
-	tr := func(context.Context, Peer, rdma.Test) (*rdma.Result, error) { return res, nil }
+	var tr RunFunc = func(context.Context, Peer, rdma.Test) (*rdma.Result, error) { return res, nil }
 	for _, k := range keys {
 		_ = ProbeRDMA(context.Background(), tr, m, k, Peer{Addr: k.Target}, complete(rdma.TestSpec{Op: rdma.OpWrite}), time.Second)
 	}

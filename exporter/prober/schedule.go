@@ -108,6 +108,11 @@ func (s *Scheduler) Run(ctx context.Context, jobs []Job) {
 }
 
 func (s *Scheduler) loop(ctx context.Context, j Job) {
+	// The job's link keeps its connection between rounds: asked to last
+	// two intervals and a timeout, it outlives a round's jitter and one
+	// round shed.
+	link := s.Transport.Open(j.Peer, j.Spec, 2*j.Interval+j.Timeout)
+	defer link.Close()
 	due := time.Now().Add(time.Duration(s.uniform() * float64(j.Interval)))
 	for {
 		if !sleepUntil(ctx, due) {
@@ -120,7 +125,7 @@ func (s *Scheduler) loop(ctx context.Context, j Job) {
 			s.shed.Inc()
 		default:
 			s.lag.Observe(start.Sub(due).Seconds())
-			if err := ProbeRDMA(ctx, s.Transport, s.Metrics, j.Key, j.Peer, j.Spec, j.Timeout); err != nil && ctx.Err() == nil {
+			if err := ProbeLink(ctx, link, s.Metrics, j.Key, j.Timeout); err != nil && ctx.Err() == nil {
 				s.Logger.Debug("probe failed", "target", j.Peer.Addr, "op", j.Key.Op, "size", j.Key.Size, "err", err)
 			}
 		}

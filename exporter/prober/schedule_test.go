@@ -60,7 +60,7 @@ func TestSchedulerRunsEveryJob(t *testing.T) {
 	before := runtime.NumGoroutine()
 	reg := prometheus.NewRegistry()
 	rec := &recorder{starts: map[string][]time.Time{}, delay: time.Millisecond}
-	s := NewScheduler(reg, rec.run, NewMetrics(reg), 0.1, 0, nil)
+	s := NewScheduler(reg, RunFunc(rec.run), NewMetrics(reg), 0.1, 0, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	s.Run(ctx, jobs("a:1", "b:1", "c:1"))
@@ -87,7 +87,7 @@ func TestSchedulerRunsEveryJob(t *testing.T) {
 func TestSchedulerRateCap(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rec := &recorder{starts: map[string][]time.Time{}}
-	s := NewScheduler(reg, rec.run, NewMetrics(reg), 0, 20, nil)
+	s := NewScheduler(reg, RunFunc(rec.run), NewMetrics(reg), 0, 20, nil)
 	js := jobs("t:1", "t:1", "t:1")
 	for i := range js {
 		js[i].Key.Size = 2 << i // three label sets on one target
@@ -113,7 +113,7 @@ func TestSchedulerRateCap(t *testing.T) {
 func TestSchedulerSlowTarget(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rec := &recorder{starts: map[string][]time.Time{}, delay: 50 * time.Millisecond}
-	s := NewScheduler(reg, rec.run, NewMetrics(reg), 0, 0, nil)
+	s := NewScheduler(reg, RunFunc(rec.run), NewMetrics(reg), 0, 0, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	s.Run(ctx, jobs("slow:1"))
@@ -172,7 +172,7 @@ func TestSchedulerSetLimits(t *testing.T) {
 func TestSchedulerNodeBudget(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rec := &recorder{starts: map[string][]time.Time{}}
-	s := NewScheduler(reg, rec.run, NewMetrics(reg), 0, 0, nil)
+	s := NewScheduler(reg, RunFunc(rec.run), NewMetrics(reg), 0, 0, nil)
 	s.SetLimits(0, 0, 50)
 	var targets []string
 	for i := range 20 {
@@ -261,5 +261,91 @@ func TestSchedulerNodeBudgetSlots(t *testing.T) {
 	}
 	if admitted < 1 || admitted > 10 {
 		t.Errorf("%d of 20 rounds with a 100 ms interval booked under 50/s, want about 6 (1..10)", admitted)
+	}
+}
+
+// linkCounter is a fake transport whose links count what happens to
+// them: opened once per job, a connection set up on the first probe and
+// after every failure, closed when the job ends.
+type linkCounter struct {
+	mu            sync.Mutex
+	opened        map[string]int
+	closed        map[string]int
+	keep          map[string]time.Duration
+	probes, dials atomic.Int32
+	failEvery     int32 // every failEvery-th probe fails; 0: none
+}
+
+func (c *linkCounter) Open(p Peer, _ rdma.Test, keep time.Duration) Link {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opened[p.Addr]++
+	c.keep[p.Addr] = keep
+	return &countedLink{c: c, addr: p.Addr}
+}
+
+type countedLink struct {
+	c         *linkCounter
+	addr      string
+	connected bool
+}
+
+func (l *countedLink) Probe(context.Context) (*rdma.Result, time.Duration, error) {
+	var setup time.Duration
+	if !l.connected {
+		l.connected = true
+		l.c.dials.Add(1)
+		setup = 3 * time.Millisecond
+	}
+	if n := l.c.probes.Add(1); l.c.failEvery > 0 && n%l.c.failEvery == 0 {
+		l.connected = false
+		return nil, setup, errTimeout
+	}
+	return latencyResult(2000), setup, nil
+}
+
+func (l *countedLink) Close() {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	l.c.closed[l.addr]++
+}
+
+// TestSchedulerKeepsALinkPerJob: each job probes over one link for its
+// whole life, asked to keep its connection past a round's jitter, and
+// closes it when the job ends; connections are counted apart from probes.
+func TestSchedulerKeepsALinkPerJob(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := &linkCounter{opened: map[string]int{}, closed: map[string]int{}, keep: map[string]time.Duration{}, failEvery: 5}
+	m := NewMetrics(reg)
+	s := NewScheduler(reg, c, m, 0.1, 0, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	js := jobs("a:1", "b:1")
+	s.Run(ctx, js)
+	for _, j := range js {
+		if c.opened[j.Peer.Addr] != 1 || c.closed[j.Peer.Addr] != 1 {
+			t.Errorf("%s: link opened %d and closed %d times, want once each", j.Peer.Addr, c.opened[j.Peer.Addr], c.closed[j.Peer.Addr])
+		}
+		if want := 2*j.Interval + j.Timeout; c.keep[j.Peer.Addr] != want {
+			t.Errorf("%s: link asked to keep its connection %v, want %v", j.Peer.Addr, c.keep[j.Peer.Addr], want)
+		}
+	}
+	probes, dials := c.probes.Load(), c.dials.Load()
+	if probes < 16 {
+		t.Fatalf("%d probes in 300 ms at a 20 ms interval over two jobs", probes)
+	}
+	// One connection per job, and one more after every failed probe.
+	if want := 2 + (probes-1)/5; dials < want-2 || dials > want+2 {
+		t.Errorf("%d connections for %d probes failing every 5th, want about %d", dials, probes, want)
+	}
+	conns := 0.0
+	for _, j := range js {
+		conns += testutil.ToFloat64(m.connections.WithLabelValues(j.Key.values()...))
+	}
+	if conns != float64(dials) {
+		t.Errorf("rdma_probe_connections_total sums to %v, want the %d connections set up", conns, dials)
+	}
+	if n := testutil.CollectAndCount(m, "rdma_probe_connection_setup_seconds"); n != 2 {
+		t.Errorf("%d rdma_probe_connection_setup_seconds series, want one per job", n)
 	}
 }

@@ -94,7 +94,7 @@ func newManager(t *testing.T) (*Manager, *prometheus.Registry, *fakePeers) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	f := &fakePeers{peers: map[string]prober.Peer{}}
-	m := NewManager(reg, f.transport, "rxe0", Identity{Source: "node-a"}, slog.New(slog.DiscardHandler))
+	m := NewManager(reg, prober.RunFunc(f.transport), "rxe0", Identity{Source: "node-a"}, slog.New(slog.DiscardHandler))
 	t.Cleanup(m.Stop)
 	return m, reg, f
 }

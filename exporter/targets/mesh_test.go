@@ -62,7 +62,7 @@ func TestManagerMesh(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			f := &fakePeers{peers: map[string]prober.Peer{}}
-			m := NewManager(reg, f.transport, "rxe0", tc.id, slog.New(slog.DiscardHandler))
+			m := NewManager(reg, prober.RunFunc(f.transport), "rxe0", tc.id, slog.New(slog.DiscardHandler))
 			t.Cleanup(m.Stop)
 			cfg := parseMesh(t, tc.mesh)
 			m.Apply(context.Background(), cfg)
@@ -139,7 +139,7 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestManagerMeshWildcardResponder(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	f := &fakePeers{peers: map[string]prober.Peer{}}
-	m := NewManager(reg, f.transport, "rxe0", Identity{Responder: ":18520"}, slog.New(slog.DiscardHandler))
+	m := NewManager(reg, prober.RunFunc(f.transport), "rxe0", Identity{Responder: ":18520"}, slog.New(slog.DiscardHandler))
 	t.Cleanup(m.Stop)
 	c, err := config.Parse([]byte(modules + `mesh: {max_targets: 2}
 targets:
