@@ -108,9 +108,19 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 		$(GO) test -count=1 -tags chromium -run '^TestFleetVMHTMLInChromium$$' -v ./runner/report
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
 	TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
-		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.skip '^TestMesh'
+		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.skip '^TestMesh|^TestProbeCost'
 	TESTBED_HOSTS=5 TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.run '^TestMesh'
+
+# What the exporter costs while it probes (CPU from /proc, mean RTT against
+# rdmarun bench), a table for exporter/README.md; minutes of VM time, so
+# not part of testbed-test. PROBE_COST_BASELINE=/path/to/rdmarun_exporter
+# interleaves another build's rows for a before and after.
+.PHONY: exporter-cost
+exporter-cost: testbed-build $(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter
+	TESTBED_TIMEOUT=3600 TESTBED_ENV="PROBE_COST=1 PROBE_COST_BASELINE=$(PROBE_COST_BASELINE) PROBE_COST_WINDOW=$(PROBE_COST_WINDOW) \
+		RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
+		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.run '^TestProbeCost$$' -test.timeout 60m
 
 # examples/slurm/fleet.sbatch, submitted to a real Slurm (munged,
 # slurmctld, a slurmd per host) started inside the VM with 4 hosts.

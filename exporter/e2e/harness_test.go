@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -126,6 +127,12 @@ func (e *exporter) setProbing(t *testing.T, on bool) {
 // and extra flags; it returns once /metrics answers.
 func runExporter(t *testing.T, dir, name, web, cfg string, flags ...string) *exporter {
 	t.Helper()
+	return runExporterBinary(t, binary(t), dir, name, web, cfg, flags...)
+}
+
+// runExporterBinary is runExporter with another build of the exporter.
+func runExporterBinary(t *testing.T, bin, dir, name, web, cfg string, flags ...string) *exporter {
+	t.Helper()
 	cfgFile := filepath.Join(dir, "rdmarun_exporter.yml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -136,7 +143,11 @@ func runExporter(t *testing.T, dir, name, web, cfg string, flags ...string) *exp
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	e.cmd = exec.Command(binary(t), append([]string{"--config.file=" + cfgFile, "--web.listen-address=" + web, "--log.level=debug"}, flags...)...)
+	args := []string{"--config.file=" + cfgFile, "--web.listen-address=" + web}
+	if !slices.ContainsFunc(flags, func(f string) bool { return strings.HasPrefix(f, "--log.level") }) {
+		args = append(args, "--log.level=debug")
+	}
+	e.cmd = exec.Command(bin, append(args, flags...)...)
 	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,272 @@
+//go:build testbed
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// costCase is one row of the exporter's cost table: one exporter on rxe1
+// probing targets responders on rxe0 with one module.
+type costCase struct {
+	targets  int
+	mode     string // event or busy_poll
+	interval time.Duration
+}
+
+// costCases are the rows of exporter/README.md's table: the default
+// module (10 write_imm round trips of 2 B every 15 s) at 1, 4 and 16
+// targets, and the heavy case of a probe every second, each in both modes.
+var costCases = []costCase{
+	{1, "event", 15 * time.Second}, {1, "busy_poll", 15 * time.Second},
+	{4, "event", 15 * time.Second}, {4, "busy_poll", 15 * time.Second},
+	{16, "event", 15 * time.Second}, {16, "busy_poll", 15 * time.Second},
+	{1, "event", time.Second}, {1, "busy_poll", time.Second},
+	{4, "event", time.Second}, {4, "busy_poll", time.Second},
+}
+
+// costSample is what one exporter cost over the measured window.
+type costSample struct {
+	cpu       time.Duration // the exporter's user + system time
+	responder time.Duration // every responder's, together
+	probes    float64       // successful latency probes
+	failed    float64
+	rtts      uint64
+	meanRTT   time.Duration
+}
+
+// TestProbeCost measures what an exporter costs in CPU while it probes,
+// and the round trips it reports, against `rdmarun bench` for the same op
+// and size. It is a measurement, not a check of speed: it fails only when
+// probes fail or do not run, because then the table would mean nothing.
+// `make exporter-cost` runs it; PROBE_COST_BASELINE names a second
+// exporter binary whose rows are interleaved with this build's, so a
+// before and after come from the same run.
+func TestProbeCost(t *testing.T) {
+	if os.Getenv("PROBE_COST") == "" {
+		t.Skip("a measurement of minutes; make exporter-cost runs it")
+	}
+	rdmarun := os.Getenv("RDMARUN_BIN")
+	if rdmarun == "" {
+		t.Fatal("RDMARUN_BIN is not set (make exporter-cost sets it)")
+	}
+	window := time.Minute
+	if w := os.Getenv("PROBE_COST_WINDOW"); w != "" {
+		var err error
+		if window, err = time.ParseDuration(w); err != nil {
+			t.Fatalf("PROBE_COST_WINDOW=%q: %v", w, err)
+		}
+	}
+	builds := []struct{ name, bin string }{{"this build", binary(t)}}
+	if b := os.Getenv("PROBE_COST_BASELINE"); b != "" {
+		builds = append([]struct{ name, bin string }{{"baseline", b}}, builds...)
+	}
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("e2e-shared-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	maxTargets := 0
+	for _, c := range costCases {
+		maxTargets = max(maxTargets, c.targets)
+	}
+	responders := make([]*exec.Cmd, maxTargets)
+	for i := range responders {
+		responders[i] = startResponder(t, rdmarun, token, fmt.Sprintf("%s:%d", addrA, 18601+i))
+	}
+
+	bench := map[string]time.Duration{}
+	for _, mode := range []string{"event", "busy_poll"} {
+		bench[mode] = benchMeanRTT(t, rdmarun, token, dir, mode)
+	}
+
+	var rows []string
+	for _, c := range costCases {
+		for _, b := range builds {
+			s := measureCost(t, b.bin, token, c, window, responders[:c.targets])
+			if s.failed > 0 || s.probes == 0 {
+				t.Errorf("%s, %+v: %v probes succeeded and %v failed in the window; the row measures nothing", b.name, c, s.probes, s.failed)
+			}
+			perMin := func(d time.Duration) float64 { return d.Seconds() * float64(time.Minute) / float64(window) }
+			rows = append(rows, fmt.Sprintf("| %s | %d | %s | %v | %.2f | %.2f | %.0f | %.1f | %.1f | %.2f |",
+				b.name, c.targets, c.mode, c.interval, perMin(s.cpu), perMin(s.responder),
+				s.probes*float64(time.Minute)/float64(window),
+				us(s.meanRTT), us(bench[c.mode]), float64(s.meanRTT)/float64(bench[c.mode])))
+		}
+	}
+	t.Logf("exporter cost over %v windows: one exporter on rxe1 probing responders on rxe0 (write_imm, 2 B, 10 round trips per probe); CPU from /proc/PID/stat (user + system); mean RTT from rdma_probe_latency_seconds over the window; bench: rdmarun bench, 1000 round trips, same op, size and mode\n"+
+		"| build | targets | mode | interval | exporter CPU s/min | responders CPU s/min | probes/min | mean RTT us | bench mean RTT us | ratio |\n"+
+		"|---|---|---|---|---|---|---|---|---|---|\n%s", window, strings.Join(rows, "\n"))
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// startResponder runs `rdmarun serve` on rxe0 at addr until the test ends.
+func startResponder(t *testing.T, rdmarun, token, addr string) *exec.Cmd {
+	t.Helper()
+	log, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(rdmarun, "serve", "--listen", addr, "--device", "rxe0", "--token-file", token, "--max-concurrent", "16")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		log.Close()
+	})
+	return cmd
+}
+
+// measureCost runs one exporter on case c, waits until every target has
+// answered a probe (connection set-up and the first probe are not what a
+// running exporter costs), and measures over window.
+func measureCost(t *testing.T, bin, token string, c costCase, window time.Duration, responders []*exec.Cmd) costSample {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("e2e-shared-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "modules:\n  default: {mode: %s, interval: %v, timeout: %v}\ntargets:\n  static:\n", c.mode, c.interval, min(5*time.Second, c.interval))
+	for i := range c.targets {
+		fmt.Fprintf(&cfg, "    - {name: t%02d, address: \"%s:%d\", module: default}\n", i+1, addrA, 18601+i)
+	}
+	cfg.WriteString("responder: {enabled: false, token_file: token}\n")
+	e := runExporterBinary(t, bin, dir, "cost", freePort(t, "127.0.0.1"), cfg.String(), "--device=rxe1", "--log.level=info")
+	defer func() {
+		if err := e.stop(); err != nil {
+			t.Errorf("exporter: %v", err)
+		}
+	}()
+	waitFor(t, 2*c.interval+20*time.Second, "a successful probe of every target", func() (bool, string) {
+		s := e.scrape(t)
+		n := 0
+		for i := range c.targets {
+			if s.sum("rdma_probe_success", labels{"target": fmt.Sprintf("t%02d", i+1)}) == 1 {
+				n++
+			}
+		}
+		return n == c.targets, fmt.Sprintf("%d of %d targets answered", n, c.targets)
+	})
+	s0, cpu0, resp0 := e.scrape(t), cpuTime(t, e.cmd.Process.Pid), responderCPU(t, responders)
+	time.Sleep(window)
+	s1, cpu1, resp1 := e.scrape(t), cpuTime(t, e.cmd.Process.Pid), responderCPU(t, responders)
+	ok := labels{"result": "success"}
+	bad := func(s scrape) float64 {
+		return s.sum("rdma_probes_total", labels{}) - s.sum("rdma_probes_total", ok)
+	}
+	h0, h1 := s0.histogram("rdma_probe_latency_seconds", labels{}), s1.histogram("rdma_probe_latency_seconds", labels{})
+	sum := latencySum(s1) - latencySum(s0)
+	out := costSample{cpu: cpu1 - cpu0, responder: resp1 - resp0,
+		probes: s1.sum("rdma_probes_total", ok) - s0.sum("rdma_probes_total", ok),
+		failed: bad(s1) - bad(s0), rtts: h1.count - h0.count}
+	if out.rtts > 0 {
+		out.meanRTT = time.Duration(sum / float64(out.rtts) * float64(time.Second))
+	}
+	return out
+}
+
+// latencySum is the sum of every rdma_probe_latency_seconds series.
+func latencySum(s scrape) float64 {
+	total := 0.0
+	for _, m := range s["rdma_probe_latency_seconds"].GetMetric() {
+		total += m.GetHistogram().GetSampleSum()
+	}
+	return total
+}
+
+// cpuTime is a process's user plus system time from /proc/PID/stat.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name may hold spaces; the fields after it do not.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	// utime and stime are fields 14 and 15 of stat(5), 12 and 13 after
+	// the name, in clock ticks of 100 Hz on Linux.
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	s, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+func responderCPU(t *testing.T, rs []*exec.Cmd) time.Duration {
+	var total time.Duration
+	for _, r := range rs {
+		total += cpuTime(t, r.Process.Pid)
+	}
+	return total
+}
+
+// benchMeanRTT is the mean round trip of `rdmarun bench` against the
+// first responder: the steady state a probe's latency is compared with.
+func benchMeanRTT(t *testing.T, rdmarun, token, dir, mode string) time.Duration {
+	t.Helper()
+	out := filepath.Join(dir, "bench-"+mode+".json")
+	cmd := exec.Command(rdmarun, "bench", "--peer", addrA+":18601", "--device", "rxe1", "--token-file", token,
+		"--op", "write_imm", "--sizes", "2", "--mode", mode, "--iterations", "1000", "--json", out, "--quiet")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("rdmarun bench (%s): %v\n%s", mode, err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	mean := findRTTMean(doc)
+	if math.IsNaN(mean) || mean <= 0 {
+		t.Fatalf("rdmarun bench (%s): no rtt.mean_ns in %s", mode, b)
+	}
+	return time.Duration(mean)
+}
+
+// findRTTMean is the first "rtt": {"mean_ns": ...} in a JSON document.
+func findRTTMean(v any) float64 {
+	switch v := v.(type) {
+	case map[string]any:
+		if rtt, ok := v["rtt"].(map[string]any); ok {
+			if m, ok := rtt["mean_ns"].(float64); ok {
+				return m
+			}
+		}
+		for _, x := range v {
+			if m := findRTTMean(x); !math.IsNaN(m) {
+				return m
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if m := findRTTMean(x); !math.IsNaN(m) {
+				return m
+			}
+		}
+	}
+	return math.NaN()
+}
