@@ -46,15 +46,11 @@ func (l *peerLink) Probe(ctx context.Context) (*rdma.Result, time.Duration, erro
 		if err != nil {
 			return nil, 0, err
 		}
+		// No warm-up run of its own: the spec's warm-up round trips,
+		// which every run makes before the measured ones, take the first
+		// touches of new QPs, and a second run would double the first
+		// probe's time against its timeout.
 		setup = s.Setup()
-		if s.Idle() > 0 {
-			// The first run on new QPs pays for first touches (memory,
-			// address resolution, caches); it is warm-up, not latency.
-			if _, err := s.Run(ctx); err != nil {
-				s.Close()
-				return nil, setup, err
-			}
-		}
 		l.s = s
 	}
 	res, err := l.s.Run(ctx)
