@@ -72,7 +72,9 @@ func TestSessionKeepsQPs(t *testing.T) {
 		if !s.Usable() {
 			t.Fatal("a kept session that just ran is not usable")
 		}
+		start := time.Now()
 		res := runOnce(t, r, s)
+		t.Logf("run took %v (set-up took %v)", time.Since(start), s.Setup())
 		if got := res.Latency.RTT.Count; got != 10 {
 			t.Errorf("run has %d round trips, want 10", got)
 		}
@@ -86,8 +88,10 @@ func TestSessionKeepsQPs(t *testing.T) {
 			t.Errorf("run %d used QPs %v, the first %v: the session did not keep its QPs", i/2+1, qpns[i], qpns[i%2])
 		}
 	}
+	start := time.Now()
 	s.Close()
 	waitQPs(t, "rxe0", base0, "after Close, the responder's")
+	t.Logf("both ends' QPs freed %v after Close", time.Since(start))
 	waitQPs(t, "rxe1", base1, "after Close, the client's")
 	if _, err := s.Run(context.Background()); err == nil {
 		t.Error("Run on a closed session succeeded")

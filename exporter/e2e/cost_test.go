@@ -93,19 +93,22 @@ func TestProbeCost(t *testing.T) {
 	for _, c := range costCases {
 		for _, b := range builds {
 			s := measureCost(t, b.bin, token, c, window, responders[:c.targets])
-			if s.failed > 0 || s.probes == 0 {
-				t.Errorf("%s, %+v: %v probes succeeded and %v failed in the window; the row measures nothing", b.name, c, s.probes, s.failed)
+			if s.probes == 0 {
+				t.Errorf("%s, %+v: no probe succeeded in the window (%v failed); the row measures nothing", b.name, c, s.failed)
 			}
 			perMin := func(d time.Duration) float64 { return d.Seconds() * float64(time.Minute) / float64(window) }
-			rows = append(rows, fmt.Sprintf("| %s | %d | %s | %v | %.2f | %.2f | %.0f | %.1f | %.1f | %.2f |",
+			row := fmt.Sprintf("| %s | %d | %s | %v | %.2f | %.2f | %.0f | %.0f | %.1f | %.1f | %.2f |",
 				b.name, c.targets, c.mode, c.interval, perMin(s.cpu), perMin(s.responder),
-				s.probes*float64(time.Minute)/float64(window),
-				us(s.meanRTT), us(bench[c.mode]), float64(s.meanRTT)/float64(bench[c.mode])))
+				s.probes*float64(time.Minute)/float64(window), s.failed,
+				us(s.meanRTT), us(bench[c.mode]), float64(s.meanRTT)/float64(bench[c.mode]))
+			// Each row as it comes, so a run cut short still tells.
+			t.Log(row)
+			rows = append(rows, row)
 		}
 	}
 	t.Logf("exporter cost over %v windows: one exporter on rxe1 probing responders on rxe0 (write_imm, 2 B, 10 round trips per probe); CPU from /proc/PID/stat (user + system); mean RTT from rdma_probe_latency_seconds over the window; bench: rdmarun bench, 1000 round trips, same op, size and mode\n"+
-		"| build | targets | mode | interval | exporter CPU s/min | responders CPU s/min | probes/min | mean RTT us | bench mean RTT us | ratio |\n"+
-		"|---|---|---|---|---|---|---|---|---|---|\n%s", window, strings.Join(rows, "\n"))
+		"| build | targets | mode | interval | exporter CPU s/min | responders CPU s/min | probes/min | failed in window | mean RTT us | bench mean RTT us | ratio |\n"+
+		"|---|---|---|---|---|---|---|---|---|---|---|\n%s", window, strings.Join(rows, "\n"))
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -147,7 +150,7 @@ func measureCost(t *testing.T, bin, token string, c costCase, window time.Durati
 		t.Fatal(err)
 	}
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "modules:\n  default: {mode: %s, interval: %v, timeout: %v}\ntargets:\n  static:\n", c.mode, c.interval, min(5*time.Second, c.interval))
+	fmt.Fprintf(&cfg, "modules:\n  default: {mode: %s, interval: %v, timeout: %v}\ntargets:\n  static:\n", c.mode, c.interval, min(5*time.Second, c.interval*4/5))
 	for i := range c.targets {
 		fmt.Fprintf(&cfg, "    - {name: t%02d, address: \"%s:%d\", module: default}\n", i+1, addrA, 18601+i)
 	}
