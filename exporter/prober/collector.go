@@ -96,7 +96,7 @@ type value struct {
 type labelledValue struct {
 	value    string
 	labels   []*dto.LabelPair
-	rendered *renderedLabels // labels as the scrape writes them (expose.go)
+	rendered *renderedLabel // value as the scrape writes it (expose.go)
 	v        float64
 }
 
@@ -165,8 +165,13 @@ func (m *Metrics) labelled(list *[]labelledValue, s *probeSeries, f int, val str
 		}
 	}
 	names := append(labelNames[:len(labelNames):len(labelNames)], familyDefs[f].extra)
-	lps := m.labelPairs(names, append(s.key.values(), val), s.target)
-	*list = append(*list, labelledValue{value: val, labels: lps, rendered: renderLabels(lps)})
+	name := familyDefs[f].extra
+	extra, ok := m.extras[[2]string{name, val}]
+	if !ok {
+		extra = renderLabel(name, val)
+		m.extras[[2]string{name, val}] = extra
+	}
+	*list = append(*list, labelledValue{value: val, labels: m.labelPairs(names, append(s.key.values(), val), s.target), rendered: extra})
 	m.ordered = false
 	return &(*list)[len(*list)-1]
 }

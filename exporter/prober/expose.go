@@ -26,7 +26,7 @@ import (
 // chunks. The registry's Collect (collector.go) stays the reference: the
 // tests hold the two to the same output.
 
-// renderedLabels is one series' label set as a scrape writes it.
+// renderedLabels is one key's label set as a scrape writes it.
 type renderedLabels struct {
 	// text is `{name="value",...` without the closing brace, so that a
 	// histogram's buckets can add their le label.
@@ -34,27 +34,62 @@ type renderedLabels struct {
 	// proto is the label fields of a protobuf Metric: one LabelPair
 	// (field 1) per label.
 	proto string
+	// textAt[i] and protoAt[i] are where label i starts in text (at the
+	// comma before it) and in proto, and [len] their ends: a family's
+	// own label (status, result) goes in at its place in the order by
+	// name, so that the key's labels are rendered once for all its
+	// series.
+	textAt, protoAt []int32
 }
+
+// renderedLabel is a family's own label with one value, rendered once
+// per Metrics: `,name="value"` and its LabelPair field.
+type renderedLabel struct{ text, proto string }
 
 // renderLabels renders lps, which are sorted by name as the registry
 // sorts them. Label names are the package's own and need no escaping.
 func renderLabels(lps []*dto.LabelPair) *renderedLabels {
+	r := &renderedLabels{textAt: make([]int32, len(lps)+1), protoAt: make([]int32, len(lps)+1)}
 	text := []byte{'{'}
-	var proto, pair []byte
+	var proto []byte
 	for i, lp := range lps {
+		r.textAt[i], r.protoAt[i] = int32(len(text)), int32(len(proto))
 		if i > 0 {
 			text = append(text, ',')
 		}
-		text = append(text, lp.GetName()...)
-		text = append(text, `="`...)
-		text = appendEscaped(text, lp.GetValue(), true)
-		text = append(text, '"')
-		pair = appendStringField(pair[:0], 1, lp.GetName())
-		pair = appendStringField(pair, 2, lp.GetValue())
-		proto = appendBytesField(proto, 1, pair)
+		l := renderLabel(lp.GetName(), lp.GetValue())
+		text = append(text, l.text[1:]...)
+		proto = append(proto, l.proto...)
 	}
-	return &renderedLabels{text: string(text), proto: string(proto)}
+	r.textAt[len(lps)], r.protoAt[len(lps)] = int32(len(text)), int32(len(proto))
+	r.text, r.proto = string(text), string(proto)
+	return r
 }
+
+func renderLabel(name, value string) *renderedLabel {
+	text := append([]byte{','}, name...)
+	text = append(text, `="`...)
+	text = appendEscaped(text, value, true)
+	text = append(text, '"')
+	pair := appendStringField(nil, 1, name)
+	pair = appendStringField(pair, 2, value)
+	return &renderedLabel{text: string(text), proto: string(appendBytesField(nil, 1, pair))}
+}
+
+// extraAt is, for each family with a label of its own, how many of the
+// key's labels sort before it: where it goes in renderedLabels. No such
+// label sorts first (TestExtraLabelsSortAfterTheFirst), so it always
+// follows a comma.
+var extraAt = func() (at [numFamilies]int) {
+	for f, d := range familyDefs {
+		for _, n := range labelNames {
+			if d.extra != "" && n < d.extra {
+				at[f]++
+			}
+		}
+	}
+	return at
+}()
 
 // appendEscaped escapes as the text format wants: a backslash and a new
 // line always, a double quote in a label value.
@@ -198,6 +233,7 @@ var leText = func() []string {
 // exposedSeries is one series as a scrape copied it.
 type exposedSeries struct {
 	labels  *renderedLabels
+	extra   *renderedLabel    // the family's own label, if it has one
 	created string            // a counter's created_timestamp field, encoded
 	v       float64           // a counter's or gauge's value
 	h       *latencyHistogram // a histogram, read under its own lock when written
@@ -285,9 +321,9 @@ func (m *Metrics) snapshot(sc *scrape) {
 			case famLatency:
 				e.h = r.s.latency
 			case famCompErrs:
-				e.labels, e.v = r.s.compErrs[r.i].rendered, r.s.compErrs[r.i].v
+				e.extra, e.v = r.s.compErrs[r.i].rendered, r.s.compErrs[r.i].v
 			case famProbes:
-				e.labels, e.v = r.s.probes[r.i].rendered, r.s.probes[r.i].v
+				e.extra, e.v = r.s.probes[r.i].rendered, r.s.probes[r.i].v
 			default:
 				e.v = r.s.scalar(f).v
 			}
@@ -340,9 +376,16 @@ func (sc *scrape) writeText(f int) {
 	sc.out = append(sc.out, e.textHeader...)
 	for i := range series {
 		s := &series[i]
-		if s.h != nil {
+		switch {
+		case s.h != nil:
 			sc.writeTextHistogram(e, s)
-		} else {
+		case s.extra != nil:
+			at := s.labels.textAt[extraAt[f]]
+			sc.out = append(sc.out, e.name...)
+			sc.out = append(sc.out, s.labels.text[:at]...)
+			sc.out = append(sc.out, s.extra.text...)
+			sc.out = appendTextSample(sc.out, "", s.labels.text[at:], "} ", s.v)
+		default:
 			sc.out = appendTextSample(sc.out, e.name, s.labels.text, "} ", s.v)
 		}
 		sc.flushIfFull()
@@ -394,9 +437,15 @@ func (sc *scrape) writeProto(f int) {
 			inner = appendDoubleField(inner, 1, s.v)
 		}
 		sc.inner = inner
-		n := len(s.labels.proto) + 1 + varintLen(uint64(len(inner))) + len(inner)
+		labels, extra, at := s.labels.proto, "", len(s.labels.proto)
+		if s.extra != nil {
+			extra, at = s.extra.proto, int(s.labels.protoAt[extraAt[f]])
+		}
+		n := len(labels) + len(extra) + 1 + varintLen(uint64(len(inner))) + len(inner)
 		body = binary.AppendUvarint(appendTag(body, 4, wireBytes), uint64(n))
-		body = append(body, s.labels.proto...)
+		body = append(body, labels[:at]...)
+		body = append(body, extra...)
+		body = append(body, labels[at:]...)
 		body = appendBytesField(body, e.metricField, inner)
 	}
 	sc.body = body

@@ -369,3 +369,14 @@ func FuzzAcceptsGzip(f *testing.F) {
 		}
 	})
 }
+
+// TestExtraLabelsSortAfterTheFirst: a family's own label is written after
+// a comma, into the key's labels (renderedLabels), so it must not sort
+// before all of them.
+func TestExtraLabelsSortAfterTheFirst(t *testing.T) {
+	for f, d := range familyDefs {
+		if d.extra != "" && extraAt[f] == 0 {
+			t.Errorf("%s: label %q sorts before every key label; renderedLabels cannot place it", d.name, d.extra)
+		}
+	}
+}

@@ -38,6 +38,9 @@ type Metrics struct {
 	mu     sync.Mutex
 	series map[Key]*probeSeries
 	pairs  map[[2]string]*dto.LabelPair // label pairs shared by series, see labelPairs
+	// extras are the statuses and results as a scrape writes them, shared
+	// by every key's series (expose.go).
+	extras map[[2]string]*renderedLabel
 	// order is every series of every family in the order the registry
 	// sorts them, rebuilt only after a series comes or goes.
 	order    [numFamilies][]seriesRef
@@ -50,7 +53,7 @@ type Metrics struct {
 
 // NewMetrics creates the metrics and registers them on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{series: map[Key]*probeSeries{}, pairs: map[[2]string]*dto.LabelPair{}}
+	m := &Metrics{series: map[Key]*probeSeries{}, pairs: map[[2]string]*dto.LabelPair{}, extras: map[[2]string]*renderedLabel{}}
 	for i, f := range familyDefs {
 		m.families[i] = newFamily(m, f)
 	}
