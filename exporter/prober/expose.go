@@ -20,8 +20,8 @@ import (
 // for ScrapeHandler. Going through the registry cost a scrape of 1,000
 // targets some 80 ms of CPU and 8 MB of garbage: a dto.Metric per
 // series, the registry's checks and sort, and the encoders' work per
-// label. Here each series' labels are rendered once, when it is created,
-// in both encodings; a scrape copies the values under the lock and then
+// label. Here each key's labels are rendered once, when its series are
+// created, in both encodings; a scrape copies the values under the lock and then
 // only appends numbers with strconv to a pooled buffer, which it sends in
 // chunks. The registry's Collect (collector.go) stays the reference: the
 // tests hold the two to the same output.
@@ -182,8 +182,7 @@ type familyExposition struct {
 	// metricField is the Metric field that holds the value: counter (3),
 	// gauge (2) or histogram (7).
 	metricField int
-	// The text samples' names and what follows the labels of a plain
-	// sample.
+	// The names of a histogram's text samples.
 	bucket, sum, count string
 }
 
@@ -338,6 +337,7 @@ func (m *Metrics) snapshot(sc *scrape) {
 func (sc *scrape) release() {
 	for f := range sc.series {
 		clear(sc.series[f])
+		sc.series[f] = sc.series[f][:0]
 	}
 	sc.w, sc.err = nil, nil
 }

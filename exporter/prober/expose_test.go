@@ -297,6 +297,8 @@ func TestScrapeHandlerRegisters(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := NewScrapeHandler(reg)
 	m := NewMetrics(h)
+	goldenProbes(m)
+	scrapeBody(t, h, "/metrics", nil) // leaves its buffers in the pool
 	if err := h.Register(m); err == nil {
 		t.Error("registering the same Metrics twice: no error")
 	}
@@ -318,6 +320,11 @@ func TestScrapeHandlerRegisters(t *testing.T) {
 	}
 	if !h.Unregister(m) || h.Unregister(m) {
 		t.Error("Unregister of the Metrics: want true once")
+	}
+	// With no Metrics, a scrape (on buffers a scrape with series used
+	// before) writes the registry's families only.
+	if body, _, _ := scrapeBody(t, h, "/metrics", nil); !bytes.HasPrefix(body, []byte("# HELP something_else ")) || bytes.Contains(body, []byte("rdma_probe")) {
+		t.Errorf("scrape without Metrics:\n%s", body)
 	}
 	if err := h.Register(other); err != nil {
 		t.Errorf("another Metrics once the first is gone: %v", err)

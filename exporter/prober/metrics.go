@@ -31,9 +31,11 @@ import (
 var labelNames = []string{"source", "device", "port", "target", "op", "size_bytes", "mode"}
 
 // Metrics are the prober's long-lived series. They are kept here, per
-// label set, and encoded by Collect (collector.go) rather than held in
-// client_golang vectors: a fleet's scrape walks 13 series per target, and
-// the vectors made every scrape sort them all and allocate their labels.
+// label set, rather than held in client_golang vectors: a fleet's scrape
+// walks 13 series per target, and the vectors made every scrape sort them
+// all and allocate their labels. /metrics writes them straight from here
+// (ScrapeHandler, expose.go); Collect (collector.go) gives them to a
+// registry, for /probe and the tests.
 type Metrics struct {
 	mu     sync.Mutex
 	series map[Key]*probeSeries

@@ -131,9 +131,8 @@ func (h *ScrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gz := gzipPool.Get().(*gzip.Writer)
 		gz.Reset(w)
 		defer func() {
-			if err := gz.Close(); err != nil && sc.err == nil {
-				sc.err = err
-			}
+			// An error here is the client's connection: nothing to tell it.
+			_ = gz.Close()
 			gzipPool.Put(gz)
 		}()
 		sc.w = gz
@@ -152,8 +151,8 @@ func (h *ScrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.snapshot(sc)
 	}
 	write := func(f int) {
-		if only != nil && !only[familyDefs[f].name] {
-			return
+		if sc.err != nil || (only != nil && !only[familyDefs[f].name]) {
+			return // the client is gone, or did not ask for f
 		}
 		if proto {
 			sc.writeProto(f)
