@@ -94,9 +94,10 @@ type value struct {
 // labelledValue is one series of a family with an extra label (status,
 // result), with its label pairs rendered once.
 type labelledValue struct {
-	value  string
-	labels []*dto.LabelPair
-	v      float64
+	value    string
+	labels   []*dto.LabelPair
+	rendered *renderedLabel // value as the scrape writes it (expose.go)
+	v        float64
 }
 
 // probeSeries holds every series of one Key. Its label pairs are built
@@ -107,6 +108,10 @@ type probeSeries struct {
 	labels  []*dto.LabelPair
 	target  *dto.LabelPair         // shared by all of labels and the labelled values' labels
 	created *timestamppb.Timestamp // when the counters started at 0
+	// rendered and createdProto are labels and created as the scrape
+	// writes them (expose.go), rendered once for the series' life.
+	rendered     *renderedLabels
+	createdProto string
 
 	latency                                        *latencyHistogram // nil until the key has one
 	bandwidth, timeouts, success, lastOK, duration value
@@ -136,6 +141,8 @@ func (m *Metrics) seriesOf(k Key) *probeSeries {
 	s := &probeSeries{key: k, created: timestamppb.Now()}
 	s.target = &dto.LabelPair{Name: &targetLabel, Value: &s.key.Target}
 	s.labels = m.labelPairs(labelNames, k.values(), s.target)
+	s.rendered = renderLabels(s.labels)
+	s.createdProto = string(appendCounterCreated(nil, s.created))
 	m.series[k] = s
 	return s
 }
@@ -158,7 +165,13 @@ func (m *Metrics) labelled(list *[]labelledValue, s *probeSeries, f int, val str
 		}
 	}
 	names := append(labelNames[:len(labelNames):len(labelNames)], familyDefs[f].extra)
-	*list = append(*list, labelledValue{value: val, labels: m.labelPairs(names, append(s.key.values(), val), s.target)})
+	name := familyDefs[f].extra
+	extra, ok := m.extras[[2]string{name, val}]
+	if !ok {
+		extra = renderLabel(name, val)
+		m.extras[[2]string{name, val}] = extra
+	}
+	*list = append(*list, labelledValue{value: val, labels: m.labelPairs(names, append(s.key.values(), val), s.target), rendered: extra})
 	m.ordered = false
 	return &(*list)[len(*list)-1]
 }

@@ -2,9 +2,12 @@ package prober
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/rdmarun/rdmarun/internal/promtooltest"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -57,11 +61,15 @@ func goldenProbes(m *Metrics) {
 // TestExpositionGolden: the text exposition of the same probes is the one
 // in testdata, byte for byte, so a change in how the series are kept or
 // encoded cannot drop or rename a family, a label or a series that a user
-// queries. Refresh with -update only for a change made on purpose.
+// queries; both as the registry gathers them and as ScrapeHandler, which
+// /metrics serves them with, writes them. Refresh with -update only for a
+// change made on purpose.
 func TestExpositionGolden(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	m := NewMetrics(reg)
+	h := NewScrapeHandler(prometheus.NewRegistry())
+	m := NewMetrics(h)
 	goldenProbes(m)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -85,19 +93,43 @@ func TestExpositionGolden(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want) {
 		t.Errorf("exposition differs from %s (run with -update if on purpose):\n%s", path, got.String())
 	}
+	if served, _, _ := scrapeBody(t, h, "/metrics", nil); !bytes.Equal(served, want) {
+		t.Errorf("/metrics differs from %s:\n%s", path, lineDiff(served, want))
+	}
 	if out, err := promtooltest.CheckMetrics(t, got.Bytes()); err != nil || out != "" {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
 
-// TestScrapeWhileProbing scrapes, in text and in protobuf, while probes
-// record and targets come and go: run with -race, it is the test of
-// Collect's locking and of the label pairs and timestamps that scrapes
-// share.
+// TestScrapeWhileProbing scrapes, in text and in protobuf, gzipped or
+// not, two at a time, while probes record and targets come and go: run
+// with -race, it is the test of Collect's and the scrape snapshot's
+// locking, of the label pairs, rendered labels and timestamps that
+// scrapes share, and of the pooled buffers of ScrapeHandler. Every answer
+// must parse.
 func TestScrapeWhileProbing(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	t.Run("registry", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		m := NewMetrics(reg)
+		scrapeWhileProbing(t, m, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		if _, err := reg.Gather(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ScrapeHandler", func(t *testing.T) {
+		h := NewScrapeHandler(prometheus.NewRegistry())
+		m := NewMetrics(h)
+		scrapeWhileProbing(t, m, h)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(m)
+		if _, err := reg.Gather(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func scrapeWhileProbing(t *testing.T, m *Metrics, h http.Handler) {
+	m.Init(key, false) // one series that stays, so that no scrape is empty
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 2 {
@@ -123,20 +155,61 @@ func TestScrapeWhileProbing(t *testing.T) {
 			}
 		})
 	}
-	for i := range 60 {
-		req := httptest.NewRequest("GET", "/metrics", nil)
-		if i%2 == 1 {
-			req.Header.Set("Accept", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited")
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != 200 {
-			t.Fatalf("scrape %d: %d %s", i, w.Code, w.Body)
-		}
+	var scrapers sync.WaitGroup
+	for s := range 2 {
+		scrapers.Go(func() {
+			for i := range 30 {
+				req := httptest.NewRequest("GET", "/metrics", nil)
+				if i%2 == 1 {
+					req.Header.Set("Accept", acceptProtobuf)
+				}
+				if (i/2+s)%2 == 1 {
+					req.Header.Set("Accept-Encoding", "gzip")
+				}
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != 200 {
+					t.Errorf("scrape %d: %d %s", i, w.Code, w.Body)
+					return
+				}
+				if err := parseScrape(w); err != nil {
+					t.Errorf("scrape %d: %v", i, err)
+					return
+				}
+			}
+		})
 	}
+	scrapers.Wait()
 	close(stop)
 	wg.Wait()
-	if _, err := reg.Gather(); err != nil {
-		t.Fatal(err)
+}
+
+// parseScrape decodes a recorded scrape in its Content-Type and
+// Content-Encoding.
+func parseScrape(w *httptest.ResponseRecorder) error {
+	var body io.Reader = w.Body
+	if w.Header().Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return err
+		}
+		body = zr
 	}
+	dec := expfmt.NewDecoder(body, expfmt.ResponseFormat(w.Header()))
+	families := 0
+	for {
+		var mf dto.MetricFamily
+		err := dec.Decode(&mf)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		families++
+	}
+	if families == 0 {
+		return errors.New("no families")
+	}
+	return nil
 }

@@ -31,13 +31,18 @@ import (
 var labelNames = []string{"source", "device", "port", "target", "op", "size_bytes", "mode"}
 
 // Metrics are the prober's long-lived series. They are kept here, per
-// label set, and encoded by Collect (collector.go) rather than held in
-// client_golang vectors: a fleet's scrape walks 13 series per target, and
-// the vectors made every scrape sort them all and allocate their labels.
+// label set, rather than held in client_golang vectors: a fleet's scrape
+// walks 13 series per target, and the vectors made every scrape sort them
+// all and allocate their labels. /metrics writes them straight from here
+// (ScrapeHandler, expose.go); Collect (collector.go) gives them to a
+// registry, for /probe and the tests.
 type Metrics struct {
 	mu     sync.Mutex
 	series map[Key]*probeSeries
 	pairs  map[[2]string]*dto.LabelPair // label pairs shared by series, see labelPairs
+	// extras are the statuses and results as a scrape writes them, shared
+	// by every key's series (expose.go).
+	extras map[[2]string]*renderedLabel
 	// order is every series of every family in the order the registry
 	// sorts them, rebuilt only after a series comes or goes.
 	order    [numFamilies][]seriesRef
@@ -50,7 +55,7 @@ type Metrics struct {
 
 // NewMetrics creates the metrics and registers them on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{series: map[Key]*probeSeries{}, pairs: map[[2]string]*dto.LabelPair{}}
+	m := &Metrics{series: map[Key]*probeSeries{}, pairs: map[[2]string]*dto.LabelPair{}, extras: map[[2]string]*renderedLabel{}}
 	for i, f := range familyDefs {
 		m.families[i] = newFamily(m, f)
 	}

@@ -190,13 +190,14 @@ func TestBandwidthRecorded(t *testing.T) {
 
 // benchTargets creates the long-lived series of n targets, as the
 // exporter does at start, and reports the heap they hold.
-func benchTargets(b *testing.B, n int) (reg *prometheus.Registry, m *Metrics, keys []Key, heapPerTarget float64) {
+// The metrics are registered on a ScrapeHandler, as the exporter does.
+func benchTargets(b *testing.B, n int) (h *ScrapeHandler, m *Metrics, keys []Key, heapPerTarget float64) {
 	b.Helper()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	reg = prometheus.NewRegistry()
-	m = NewMetrics(reg)
+	h = NewScrapeHandler(prometheus.NewRegistry())
+	m = NewMetrics(h)
 	keys = make([]Key, n)
 	for i := range keys {
 		keys[i] = key
@@ -205,7 +206,7 @@ func benchTargets(b *testing.B, n int) (reg *prometheus.Registry, m *Metrics, ke
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	return reg, m, keys, float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+	return h, m, keys, float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }
 
 // cpuTime is the process's user plus system CPU time.
@@ -238,25 +239,45 @@ func BenchmarkProbeRound(b *testing.B) {
 	b.ReportMetric(heap, "heap-B/target")
 }
 
+// The Accept headers of a scrape: Prometheus' own, with the default
+// scrape protocols and with those it uses to ingest native histograms.
+const (
+	acceptProtobuf    = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+	acceptPrometheus  = "application/openmetrics-text;version=1.0.0;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1"
+	acceptNativeHists = acceptProtobuf + ";q=0.6," + acceptPrometheus
+)
+
 // BenchmarkScrape serves /metrics for 32 probed targets (a node's share
 // of a mesh with max_targets: 32) and for 1,000 (every peer of a large
 // fleet), as Prometheus would scrape it: gathering and encoding every
 // series (an op is a scrape). Sub-benchmarks: the text format the
 // request gets with no Accept header; gzip, which Prometheus always
-// offers (body-B is then what goes on the wire); and protobuf, which
-// Prometheus asks for when it ingests native histograms.
+// offers (body-B is then what goes on the wire); protobuf, which
+// Prometheus asks for when it ingests native histograms; and
+// Prometheus' own requests (prometheus: its default Accept and gzip;
+// prometheus-native: protobuf first, and gzip). The registry/ ones
+// serve the same series through client_golang's registry and promhttp,
+// as the exporter did before ScrapeHandler, for comparison.
 func BenchmarkScrape(b *testing.B) {
-	for _, n := range []int{32, 1000} {
-		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) { benchmarkScrape(b, n, nil) })
+	for _, path := range []string{"", "registry/"} {
+		for _, tc := range []struct {
+			name    string
+			targets []int
+			headers map[string]string
+		}{
+			{name: "", targets: []int{32, 1000}},
+			{name: "gzip/", targets: []int{32, 1000}, headers: map[string]string{"Accept-Encoding": "gzip"}},
+			{name: "protobuf/", targets: []int{1000}, headers: map[string]string{"Accept": acceptProtobuf}},
+			{name: "prometheus/", targets: []int{1000}, headers: map[string]string{"Accept": acceptPrometheus, "Accept-Encoding": "gzip"}},
+			{name: "prometheus-native/", targets: []int{1000}, headers: map[string]string{"Accept": acceptNativeHists, "Accept-Encoding": "gzip"}},
+		} {
+			for _, n := range tc.targets {
+				b.Run(fmt.Sprintf("%s%stargets=%d", path, tc.name, n), func(b *testing.B) {
+					benchmarkScrape(b, n, path == "registry/", tc.headers)
+				})
+			}
+		}
 	}
-	for _, n := range []int{32, 1000} {
-		b.Run(fmt.Sprintf("gzip/targets=%d", n), func(b *testing.B) {
-			benchmarkScrape(b, n, map[string]string{"Accept-Encoding": "gzip"})
-		})
-	}
-	b.Run("protobuf/targets=1000", func(b *testing.B) {
-		benchmarkScrape(b, 1000, map[string]string{"Accept": "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"})
-	})
 }
 
 // discardResponse is a ResponseWriter that counts the body and keeps
@@ -273,14 +294,19 @@ func (d *discardResponse) Header() http.Header         { return d.header }
 func (d *discardResponse) WriteHeader(int)             {}
 func (d *discardResponse) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
 
-func benchmarkScrape(b *testing.B, targets int, headers map[string]string) {
-	reg, m, keys, heap := benchTargets(b, targets)
+func benchmarkScrape(b *testing.B, targets int, registry bool, headers map[string]string) {
+	sh, m, keys, heap := benchTargets(b, targets)
 	res := latencyResult(2000, 3000, 5000, 9000, 40000)
 	var tr RunFunc = func(context.Context, Peer, rdma.Test) (*rdma.Result, error) { return res, nil }
 	for _, k := range keys {
 		_ = ProbeRDMA(context.Background(), tr, m, k, Peer{Addr: k.Target}, complete(rdma.TestSpec{Op: rdma.OpWrite}), time.Second)
 	}
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	var h http.Handler = sh
+	if registry {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(m)
+		h = promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	}
 	req := httptest.NewRequest("GET", "/metrics", nil)
 	for k, v := range headers {
 		req.Header.Set(k, v)
