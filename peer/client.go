@@ -24,6 +24,11 @@ type ClientConfig struct {
 	// empty / nil leave it to the responder's own settings.
 	PeerDevice   string
 	PeerGIDIndex *int
+	// SkipPortCounters runs without reading either port's counters before
+	// and after each run (the responder is asked to skip its own), so the
+	// result has no counter deltas: for a prober that exports the port
+	// counters on its own.
+	SkipPortCounters bool
 	// StepTimeout bounds each control step; 0 means 10 s.
 	StepTimeout time.Duration
 	// Logger, when set, hears each step at debug level: what a probe did

@@ -261,7 +261,7 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		gid = *req.GIDIndex
 	}
 	log = log.With("op", spec.Op, "measure", spec.Measure, "device", dev)
-	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: dev, Port: s.cfg.Port, GIDIndex: gid}))
+	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: dev, Port: s.cfg.Port, GIDIndex: gid, SkipPortCounters: req.NoCounters}))
 	if err != nil {
 		return fail(err)
 	}

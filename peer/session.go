@@ -65,7 +65,7 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 		}
 	}()
 
-	s.ep, err = rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex}))
+	s.ep, err = rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, SkipPortCounters: cfg.SkipPortCounters}))
 	if err != nil {
 		log.Debug("local endpoint failed", "device", cfg.Device, "err", err)
 		return nil, err
@@ -87,7 +87,7 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 	}
 	log.Debug("control channel up", "responder", s.addr, "tls", cfg.TLS != nil, "after", since())
 
-	req := specMsg{Spec: spec.Settings(), Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex, KeepMS: keep.Milliseconds()}
+	req := specMsg{Spec: spec.Settings(), Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex, KeepMS: keep.Milliseconds(), NoCounters: cfg.SkipPortCounters}
 	if err := s.send(ctx, StageSendSpec, ctrl.KindSpec, req); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,9 @@ package peer_test
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,9 +37,20 @@ func waitQPs(t *testing.T, device string, want int, why string) {
 	}
 }
 
+// testLog writes a client's debug log into the test's, so a slow step
+// shows where its time went.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
 func dial(t *testing.T, r *responder, keep time.Duration) *peer.Session {
 	t.Helper()
-	s, err := peer.Dial(context.Background(), client(r), probeSpec(t), keep)
+	cc := client(r)
+	cc.Logger = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, err := peer.Dial(context.Background(), cc, probeSpec(t), keep)
 	if err != nil {
 		t.Fatalf("dial: %v\nresponder log:\n%s", err, r.output())
 	}
@@ -164,5 +177,31 @@ func TestSessionResponderGone(t *testing.T) {
 			t.Fatal("the session is still usable 5 s after its responder stopped")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSessionWithoutCounters: a client that skips the port counters gets
+// results without counter deltas from either end, where the same run
+// with them shows the packets it moved.
+func TestSessionWithoutCounters(t *testing.T) {
+	r := startResponder(t)
+	for _, skip := range []bool{false, true} {
+		cc := client(r)
+		cc.SkipPortCounters = skip
+		s, err := peer.Dial(context.Background(), cc, probeSpec(t), time.Minute)
+		if err != nil {
+			t.Fatalf("dial: %v\nresponder log:\n%s", err, r.output())
+		}
+		res := runOnce(t, r, s)
+		s.Close()
+		for i, side := range res.Sides {
+			moved := side.Counters.HWCounters["sent_pkts"] + side.Counters.HWCounters["rcvd_pkts"]
+			if skip && (len(side.Counters.HWCounters) > 0 || len(side.Counters.Counters) > 0) {
+				t.Errorf("skipping counters: side %d (%s) has counter deltas %+v", i, side.Device, side.Counters)
+			}
+			if !skip && moved == 0 {
+				t.Errorf("with counters: side %d (%s) moved no packets: %+v", i, side.Device, side.Counters)
+			}
+		}
 	}
 }

@@ -43,6 +43,9 @@ type specMsg struct {
 	// between runs (Session); absent or 0, it serves one run. A responder
 	// from before sessions ignores it and serves one.
 	KeepMS int64 `json:"keep_ms,omitempty"`
+	// NoCounters: the client wants no counter deltas, so the responder
+	// need not read its port's counters around each run.
+	NoCounters bool `json:"no_counters,omitempty"`
 }
 
 // specOKMsg names what the responder chose.

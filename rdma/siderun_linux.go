@@ -102,7 +102,9 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 	}
 	// Counters are best effort: a driver may lack them, and the test
 	// should not fail for it.
-	s.before, _ = portstats.Snapshot("", e.cfg.Device, e.cfg.Port)
+	if !e.cfg.SkipPortCounters {
+		s.before, _ = portstats.Snapshot("", e.cfg.Device, e.cfg.Port)
+	}
 	return s, nil
 }
 
@@ -179,7 +181,9 @@ func (s *SideRun) Result() (*SideResult, error) {
 	<-s.exited
 	s.ended.Do(func() {
 		s.cpu = s.span.Stop()
-		s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
+		if !s.e.cfg.SkipPortCounters {
+			s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
+		}
 		// What the workers leave posted stays posted for the next run.
 		for i, q := range s.qio {
 			s.e.recvLeft[i] = uint64(q.recv_posted - q.received)

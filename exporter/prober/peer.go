@@ -65,7 +65,10 @@ func (l *peerLink) dial(ctx context.Context) (*peer.Session, error) {
 	if p.Device == "" {
 		return nil, rdma.ErrNoDevice
 	}
-	cc := peer.ClientConfig{Addr: p.Addr, Token: l.t.Token, Device: p.Device, Port: p.Port, GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second, Logger: l.t.Logger}
+	cc := peer.ClientConfig{Addr: p.Addr, Token: l.t.Token, Device: p.Device, Port: p.Port, GIDIndex: rdma.AutoGIDIndex, StepTimeout: 5 * time.Second, Logger: l.t.Logger,
+		// The port collector exports the counters; a delta per probe
+		// would only cost both ends two reads of every counter file.
+		SkipPortCounters: true}
 	if p.TLS != (ctrl.TLSConfig{}) {
 		// Read at every connection, so renewed certificates take effect
 		// without a reload.
