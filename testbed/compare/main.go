@@ -388,9 +388,22 @@ func runPerftest(o options, t test, k int) (sample, error) {
 		last := rows[len(rows)-1]
 		return sample{bytesPerSec: last.BytesPerSecond(), msgsPerSec: last.MsgRateMpps * 1e6}, nil
 	}
-	rows, err := perftest.ParseLatency(bytes.NewReader(out))
+	s, err := latencySample(out)
 	if err != nil {
 		return sample{}, fmt.Errorf("%s output: %w\n%s", t.tool, err, out)
+	}
+	return s, nil
+}
+
+// latencySample reads the last result of a perftest latency report.
+func latencySample(out []byte) (sample, error) {
+	// perftest prints a NaN standard deviation (seen after a 444 ms
+	// stall) as glibc's "-nan", which strconv does not read, and the whole
+	// run would be lost for a column compare never uses; "nan" it reads.
+	out = bytes.ReplaceAll(out, []byte("-nan"), []byte("nan"))
+	rows, err := perftest.ParseLatency(bytes.NewReader(out))
+	if err != nil {
+		return sample{}, err
 	}
 	r := rows[len(rows)-1]
 	return sample{min: r.Min, median: r.Typical, p99: r.P99, p999: r.P999}, nil

@@ -52,3 +52,19 @@ func TestRowsLineUp(t *testing.T) {
 		t.Errorf("the second build's row does not start with its label in the tool column:\n%s", out)
 	}
 }
+
+// TestLatencySampleNaNStdev: a report whose standard deviation perftest
+// printed as -nan (ib_send_lat did so in the testbed after a 444 ms round
+// trip) still gives its latencies.
+func TestLatencySampleNaNStdev(t *testing.T) {
+	out := []byte(` #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 2       2000          37.50          444264.98      137.43   	       1584.15     	-nan   		7336.19 		114100.43
+`)
+	got, err := latencySample(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (sample{min: 37.5, median: 137.43, p99: 7336.19, p999: 114100.43}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
