@@ -104,6 +104,10 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 				return nil, err
 			}
 			w.hist = (*C.uint64_t)(p)
+			if p, err = c.calloc(C.RR_SAMPLE_BATCH, 8); err != nil {
+				return nil, err
+			}
+			w.samples = (*C.uint64_t)(p)
 		}
 		var mine []int
 		for i := t; i < spec.QPs; i += spec.Threads {

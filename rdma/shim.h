@@ -75,6 +75,10 @@ enum rr_wait { RR_WAIT_PEER_DATA, RR_WAIT_SEND_COMP, RR_WAIT_RECV_COMP };
 #define RR_HIST_MAX_SHIFT 30
 #define RR_HIST_BUCKETS (2 * RR_HIST_SUB + RR_HIST_MAX_SHIFT * RR_HIST_SUB)
 
+// Round trips a latency requester keeps in ticks before it moves them
+// into the histogram, between two round trips.
+#define RR_SAMPLE_BATCH 4096
+
 // One QP as a worker sees it.
 struct rr_qp_io {
 	struct ibv_qp *qp;
@@ -108,6 +112,12 @@ struct rr_worker {
 	struct ibv_comp_channel *ch; // NULL: busy-poll
 	int cpu;                     // pin to this CPU, or -1
 	uint64_t *hist;              // RR_HIST_BUCKETS counters, or NULL
+	uint64_t *samples;           // RR_SAMPLE_BATCH round trips in ticks, with hist
+	uint32_t nsamples;
+	// The clock of this worker's timing (loop.c): the TSC, with tick_mult
+	// ns per cycle times 2^32, or CLOCK_MONOTONIC ns (tick_mult 2^32).
+	int tsc;
+	uint64_t tick_mult;
 	pthread_t thr;
 	int started;
 
@@ -180,5 +190,10 @@ int rr_run_workers(struct rr_run *r);
 void rr_request_stop(struct rr_run *r);
 void rr_peer_done(struct rr_run *r);
 int64_t rr_now_ns(void);
+// The clock the latency loops time round trips with, calibrated on first
+// use: returns 1 for the TSC, 0 for CLOCK_MONOTONIC, and sets *tick_mult
+// to nanoseconds per tick times 2^32. rr_latency_ticks reads it.
+int rr_latency_clock(uint64_t *tick_mult);
+uint64_t rr_latency_ticks(void);
 
 #endif

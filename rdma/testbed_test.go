@@ -503,3 +503,28 @@ func TestSideNeverStarted(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundTripsFillElapsed: the round trips a latency run times (with the
+// TSC where the loop may use it) add up to no more than the measured part
+// of the run on CLOCK_MONOTONIC, and to most of it, since the loop does
+// little else between round trips (under 1% of the run in the testbed). A
+// cycle counter calibrated too fast by more than that share fails the
+// upper bound, one grossly too slow the lower; TestLatencyClockAgrees-
+// WithMonotonic holds the calibration itself to 0.1%.
+func TestRoundTripsFillElapsed(t *testing.T) {
+	testbedDevices(t)
+	for _, op := range []rdma.Op{rdma.OpWrite, rdma.OpSend, rdma.OpRead} {
+		t.Run(op.String(), func(t *testing.T) {
+			r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: op, Iterations: 2000})
+			rtt := r.Latency.RTT
+			if rtt.Count != 2000 {
+				t.Fatalf("%d round trips timed, want 2000", rtt.Count)
+			}
+			sum, elapsed := rtt.Mean*float64(rtt.Count), float64(r.Elapsed)
+			t.Logf("round trips add up to %.0f ns of %.0f ns measured (%.2f%%)", sum, elapsed, 100*sum/elapsed)
+			if sum > elapsed*1.001 || sum < elapsed*0.8 {
+				t.Errorf("round trips add up to %.0f ns, the measured part of the run is %.0f ns: want 80%% to 100.1%% of it", sum, elapsed)
+			}
+		})
+	}
+}

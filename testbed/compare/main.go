@@ -29,6 +29,7 @@ import (
 type options struct {
 	tokenFile  string // the responder's token, made by rdmarun token for this run
 	rdmarun    string
+	rdmarunB   string // a second build, interleaved with the first; "" for none
 	latIters   int
 	bwIters    int
 	pairs      int
@@ -61,8 +62,23 @@ type test struct {
 // The CPUs of pinned runs: two, as the testbed VM has.
 const serverCPU, clientCPU = "1", "0"
 
-// The responders: unpinned, and pinned to serverCPU for pinned runs.
-const servePort, pinnedServePort = "18520", "18521"
+// build is one rdmarun binary under comparison and its two responders:
+// unpinned, and pinned to serverCPU for pinned runs.
+type build struct {
+	label                 string // as printed in the tool column
+	path                  string
+	servePort, pinnedPort string
+}
+
+// builds are the rdmarun binaries of a run: --rdmarun, and --rdmarun-b
+// when given, each with responders on ports of its own.
+func builds(o options) []build {
+	b := []build{{label: "rdmarun", path: o.rdmarun, servePort: "18520", pinnedPort: "18521"}}
+	if o.rdmarunB != "" {
+		b = append(b, build{label: "rdmarun B", path: o.rdmarunB, servePort: "18522", pinnedPort: "18523"})
+	}
+	return b
+}
 
 func tests(o options) []test {
 	lat, bw := strconv.Itoa(o.latIters), strconv.Itoa(o.bwIters)
@@ -119,6 +135,7 @@ func main() { os.Exit(run()) }
 func run() int {
 	var o options
 	flag.StringVar(&o.rdmarun, "rdmarun", "rdmarun", "path of the rdmarun binary")
+	flag.StringVar(&o.rdmarunB, "rdmarun-b", "", "path of a second rdmarun build, run interleaved with the first (A/B of a change to rdmarun itself)")
 	flag.IntVar(&o.latIters, "lat-iters", 1000, "iterations of each latency run, for both tools")
 	flag.IntVar(&o.bwIters, "bw-iters", 1000, "messages per QP of each bandwidth run, for both tools")
 	flag.IntVar(&o.pairs, "pairs", 5, "interleaved runs of each tool per test")
@@ -149,17 +166,19 @@ func compare(w io.Writer, o options) error {
 	if out, err := exec.Command(o.rdmarun, "token", o.tokenFile).CombinedOutput(); err != nil {
 		return fmt.Errorf("rdmarun token: %w: %s", err, out)
 	}
-	serve, err := startServe(o, servePort, false)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
-	if o.pin {
-		pinned, err := startServe(o, pinnedServePort, true)
+	for _, b := range builds(o) {
+		serve, err := startServe(o, b.path, b.servePort, false)
 		if err != nil {
 			return err
 		}
-		defer func() { _ = pinned.Process.Kill(); _ = pinned.Wait() }()
+		defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
+		if o.pin {
+			pinned, err := startServe(o, b.path, b.pinnedPort, true)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = pinned.Process.Kill(); _ = pinned.Wait() }()
+		}
 	}
 
 	fmt.Fprintf(w, "perftest vs rdmarun, %s -> %s (GID index %d), RC, busy-poll, no inline data (perftest does not use inline on rxe), two processes each.\n", o.clientDev, o.serverDev, o.gidIndex)
@@ -173,11 +192,15 @@ func compare(w io.Writer, o options) error {
 		if o.only != "" && !strings.Contains(t.name, o.only) {
 			continue
 		}
-		var pt, rr []sample
+		bs := builds(o)
+		var pt []sample
+		rr := make([][]sample, len(bs))
 		for k := range o.pairs {
 			order := []func() error{
 				func() error { s, err := runPerftest(o, t, k); pt = append(pt, s); return err },
-				func() error { s, err := runRdmarun(o, t); rr = append(rr, s); return err },
+			}
+			for i, b := range bs {
+				order = append(order, func() error { s, err := runRdmarun(o, b, t); rr[i] = append(rr[i], s); return err })
 			}
 			if k%2 == 1 {
 				slices.Reverse(order)
@@ -190,7 +213,10 @@ func compare(w io.Writer, o options) error {
 		}
 		// Printed per test, to show progress; fixed widths keep the rows
 		// of every test in line.
-		fmt.Fprint(w, rows(t, pt, rr))
+		fmt.Fprint(w, rows(t, pt, rr[0]))
+		for i := 1; i < len(bs); i++ {
+			fmt.Fprint(w, row(t, bs[i].label, pt, rr[i]))
+		}
 	}
 	return nil
 }
@@ -201,7 +227,7 @@ var columns = []struct {
 	title string
 	width int
 }{
-	{"test", -26}, {"tool", -8}, {"min us", 9}, {"median us", 10}, {"p99 us", 9}, {"p99.9 us", 9},
+	{"test", -26}, {"tool", -10}, {"min us", 9}, {"median us", 10}, {"p99 us", 9}, {"p99.9 us", 9},
 	{"Gb/s", 9}, {"Mmsg/s", 8}, {"spread", 17}, {"rdmarun/perftest", 17},
 }
 
@@ -228,18 +254,32 @@ func header() string {
 // ratio of medians (messages per second for rate tests, bytes per
 // second for bandwidth, the median latency otherwise).
 func rows(t test, pt, rr []sample) string {
+	p := medianOf(pt)
+	f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
+	var first string
+	switch {
+	case t.msgRate:
+		first = line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), f("%.4g", p.msgsPerSec/1e6), spread(pt, rateOf, "%.4g"), "")
+	case t.bandwidth:
+		first = line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), "", spread(pt, gbpsOf, "%.4f"), "")
+	default:
+		first = line(t.name, "perftest", f("%.2f", p.min), f("%.2f", p.median), f("%.2f", p.p99), f("%.2f", p.p999), "", "", spread(pt, latencyOf, "%.2f"), "")
+	}
+	return first + row(t, "rdmarun", pt, rr)
+}
+
+// row is the table row of one rdmarun build, with its ratio of medians
+// to perftest's.
+func row(t test, label string, pt, rr []sample) string {
 	p, r := medianOf(pt), medianOf(rr)
 	f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
 	switch {
 	case t.msgRate:
-		return line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), f("%.4g", p.msgsPerSec/1e6), spread(pt, rateOf, "%.4g"), "") +
-			line("", "rdmarun", "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), f("%.4g", r.msgsPerSec/1e6), spread(rr, rateOf, "%.4g"), f("%.3f", r.msgsPerSec/p.msgsPerSec))
+		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), f("%.4g", r.msgsPerSec/1e6), spread(rr, rateOf, "%.4g"), f("%.3f", r.msgsPerSec/p.msgsPerSec))
 	case t.bandwidth:
-		return line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), "", spread(pt, gbpsOf, "%.4f"), "") +
-			line("", "rdmarun", "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), "", spread(rr, gbpsOf, "%.4f"), f("%.3f", r.bytesPerSec/p.bytesPerSec))
+		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), "", spread(rr, gbpsOf, "%.4f"), f("%.3f", r.bytesPerSec/p.bytesPerSec))
 	default:
-		return line(t.name, "perftest", f("%.2f", p.min), f("%.2f", p.median), f("%.2f", p.p99), f("%.2f", p.p999), "", "", spread(pt, latencyOf, "%.2f"), "") +
-			line("", "rdmarun", f("%.2f", r.min), f("%.2f", r.median), f("%.2f", r.p99), f("%.2f", r.p999), "", "", spread(rr, latencyOf, "%.2f"), f("%.3f", r.median/p.median))
+		return line("", label, f("%.2f", r.min), f("%.2f", r.median), f("%.2f", r.p99), f("%.2f", r.p999), "", "", spread(rr, latencyOf, "%.2f"), f("%.3f", r.median/p.median))
 	}
 }
 
@@ -251,9 +291,9 @@ func pinnedCmd(ctx context.Context, pin bool, cpu, name string, args ...string) 
 	return exec.CommandContext(ctx, name, args...)
 }
 
-func startServe(o options, port string, pin bool) (*exec.Cmd, error) {
+func startServe(o options, rdmarun, port string, pin bool) (*exec.Cmd, error) {
 	addr := net.JoinHostPort(o.serverAddr, port)
-	cmd := pinnedCmd(context.Background(), pin, serverCPU, o.rdmarun, "serve", "--device", o.serverDev, "--gid-index", strconv.Itoa(o.gidIndex), "--listen", addr, "--log-level", "warn", "--token-file", o.tokenFile)
+	cmd := pinnedCmd(context.Background(), pin, serverCPU, rdmarun, "serve", "--device", o.serverDev, "--gid-index", strconv.Itoa(o.gidIndex), "--listen", addr, "--log-level", "warn", "--token-file", o.tokenFile)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("rdmarun serve: %w", err)
@@ -348,9 +388,22 @@ func runPerftest(o options, t test, k int) (sample, error) {
 		last := rows[len(rows)-1]
 		return sample{bytesPerSec: last.BytesPerSecond(), msgsPerSec: last.MsgRateMpps * 1e6}, nil
 	}
-	rows, err := perftest.ParseLatency(bytes.NewReader(out))
+	s, err := latencySample(out)
 	if err != nil {
 		return sample{}, fmt.Errorf("%s output: %w\n%s", t.tool, err, out)
+	}
+	return s, nil
+}
+
+// latencySample reads the last result of a perftest latency report.
+func latencySample(out []byte) (sample, error) {
+	// perftest prints a NaN standard deviation (seen after a 444 ms
+	// stall) as glibc's "-nan", which strconv does not read, and the whole
+	// run would be lost for a column compare never uses; "nan" it reads.
+	out = bytes.ReplaceAll(out, []byte("-nan"), []byte("nan"))
+	rows, err := perftest.ParseLatency(bytes.NewReader(out))
+	if err != nil {
+		return sample{}, err
 	}
 	r := rows[len(rows)-1]
 	return sample{min: r.Min, median: r.Typical, p99: r.P99, p999: r.P999}, nil
@@ -363,21 +416,21 @@ type summary struct {
 	P999 float64 `json:"p99_9_ns"`
 }
 
-func runRdmarun(o options, t test) (sample, error) {
+func runRdmarun(o options, b build, t test) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	port := servePort
+	port := b.servePort
 	if t.pinned {
-		port = pinnedServePort
+		port = b.pinnedPort
 	}
 	args := append([]string{"bench", "--peer", net.JoinHostPort(o.serverAddr, port), "--device", o.clientDev,
 		"--gid-index", strconv.Itoa(o.gidIndex), "--inline", "0", "--json", "-", "--token-file", o.tokenFile}, t.bench...)
-	cmd := pinnedCmd(ctx, t.pinned, clientCPU, o.rdmarun, args...)
+	cmd := pinnedCmd(ctx, t.pinned, clientCPU, b.path, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return sample{}, fmt.Errorf("rdmarun %s: %w: %s", strings.Join(args, " "), err, stderr.Bytes())
+		return sample{}, fmt.Errorf("%s %s: %w: %s", b.path, strings.Join(args, " "), err, stderr.Bytes())
 	}
 	// The report (runner/report/schema.json): one run, its result.
 	var doc struct {

@@ -15,10 +15,11 @@ func TestRowsLineUp(t *testing.T) {
 	out := header() +
 		rows(test{name: "write lat 2B pinned"}, lat, lat) +
 		rows(test{name: "write bw 64KiB 4 QPs", bandwidth: true}, bw, bw) +
-		rows(test{name: "send rate 64B", bandwidth: true, msgRate: true, size: 64}, rate, rate)
+		rows(test{name: "send rate 64B", bandwidth: true, msgRate: true, size: 64}, rate, rate) +
+		row(test{name: "write lat 2B pinned"}, "rdmarun B", lat, []sample{{min: 16.5, median: 17.1}, {min: 16.6, median: 17.43}, {min: 16.7, median: 17.9}})
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 7 {
-		t.Fatalf("%d lines, want a header and two per test:\n%s", len(lines), out)
+	if len(lines) != 8 {
+		t.Fatalf("%d lines, want a header, two per test and a second build's row:\n%s", len(lines), out)
 	}
 	// Every column is right-aligned after the first two, so the end of
 	// each cell is a fixed offset: the header's title ends there, and each
@@ -43,4 +44,27 @@ func TestRowsLineUp(t *testing.T) {
 	check(4, "10.0000", "Gb/s")
 	check(6, "1.05", "Mmsg/s")
 	check(6, "1.000", "rdmarun/perftest")
+	// A second build's row: its own median, and its ratio to
+	// perftest's median of 18.675.
+	check(7, "17.43", "median us")
+	check(7, "0.933", "rdmarun/perftest")
+	if !strings.HasPrefix(lines[7], strings.Repeat(" ", 28)+"rdmarun B ") {
+		t.Errorf("the second build's row does not start with its label in the tool column:\n%s", out)
+	}
+}
+
+// TestLatencySampleNaNStdev: a report whose standard deviation perftest
+// printed as -nan (ib_send_lat did so in the testbed after a 444 ms round
+// trip) still gives its latencies.
+func TestLatencySampleNaNStdev(t *testing.T) {
+	out := []byte(` #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 2       2000          37.50          444264.98      137.43   	       1584.15     	-nan   		7336.19 		114100.43
+`)
+	got, err := latencySample(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (sample{min: 37.5, median: 137.43, p99: 7336.19, p999: 114100.43}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
 }
