@@ -170,7 +170,10 @@ func measureCost(t *testing.T, bin, token string, c costCase, window time.Durati
 			t.Errorf("exporter: %v", err)
 		}
 	}()
-	waitFor(t, 2*c.interval+20*time.Second, "a successful probe of every target", func() (bool, string) {
+	// Not waitFor: a build that cannot keep up with the case (the
+	// baseline at 4 targets every second) is measured all the same, its
+	// failures in the table.
+	for deadline := time.Now().Add(2*c.interval + 20*time.Second); ; time.Sleep(200 * time.Millisecond) {
 		s := e.scrape(t)
 		n := 0
 		for i := range c.targets {
@@ -178,8 +181,14 @@ func measureCost(t *testing.T, bin, token string, c costCase, window time.Durati
 				n++
 			}
 		}
-		return n == c.targets, fmt.Sprintf("%d of %d targets answered", n, c.targets)
-	})
+		if n == c.targets {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Logf("%+v: only %d of %d targets answered before the window", c, n, c.targets)
+			break
+		}
+	}
 	s0, cpu0, resp0 := e.scrape(t), cpuTime(t, e.cmd.Process.Pid), responderCPU(t, responders)
 	time.Sleep(window)
 	s1, cpu1, resp1 := e.scrape(t), cpuTime(t, e.cmd.Process.Pid), responderCPU(t, responders)
