@@ -293,25 +293,7 @@ func TestSendErrors(t *testing.T) {
 // not show.
 func tcpConn(t *testing.T) (*Conn, net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	a, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := <-accepted
-	if b == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
+	a, b := connect(t, "tcp")
 	return NewConn(a, Options{}), b
 }
 
