@@ -53,6 +53,7 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 	}
 	r := (*C.struct_rr_run)(p)
 	c.r = r
+	r.notify_fd, r.wake_fd = -1, -1 // calloc's 0 would be stdin
 	r.op = C.int(spec.Op)
 	r.measure = C.int(spec.Measure)
 	r.size = C.uint32_t(spec.Size)

@@ -182,14 +182,28 @@ static void clk_check(const struct rr_worker *w, int64_t span_ns, uint64_t span_
 	}
 }
 
+// Wakes the workers blocked on a completion channel (block), which
+// would otherwise see stop or peer_done only when their poll slice ends:
+// up to EVENT_SLICE_MS added to every event-mode run.
+static void wake(struct rr_run *r)
+{
+	if (r->wake_fd >= 0) {
+		uint64_t one = 1;
+		ssize_t n = write(r->wake_fd, &one, sizeof(one));
+		(void)n; // a full eventfd is already readable: nothing to do
+	}
+}
+
 void rr_request_stop(struct rr_run *r)
 {
 	r->stop = 1;
+	wake(r);
 }
 
 void rr_peer_done(struct rr_run *r)
 {
 	r->peer_done = 1;
+	wake(r);
 }
 
 static int wfail(struct rr_worker *w, int kind)
@@ -297,13 +311,18 @@ static int block(struct rr_worker *w, uint64_t *since, int waiting)
 	int ms = (int)(left / 1000000) + 1;
 	if (ms > EVENT_SLICE_MS)
 		ms = EVENT_SLICE_MS;
-	struct pollfd p = {.fd = w->ch->fd, .events = POLLIN};
-	int rc = poll(&p, 1, ms);
+	// The wake fd stays readable once written, so it is watched only
+	// until peer_done is set: a wait that must go on after that (a last
+	// completion) then sleeps on its channel instead of spinning. A stop
+	// after peer_done waits for the slice, as every stop did before.
+	struct pollfd p[2] = {{.fd = w->ch->fd, .events = POLLIN}, {.fd = w->run->wake_fd, .events = POLLIN}};
+	nfds_t nfds = (w->run->wake_fd >= 0 && !w->run->peer_done) ? 2 : 1;
+	int rc = poll(p, nfds, ms);
 	if (rc < 0 && errno != EINTR) {
 		w->err_errno = errno;
 		return wfail(w, RR_FAIL_EVENT);
 	}
-	if (rc <= 0)
+	if (rc <= 0 || !(p[0].revents & (POLLIN | POLLERR | POLLHUP)))
 		return 0;
 	struct ibv_cq *cq;
 	void *ctx;

@@ -158,6 +158,7 @@ struct rr_run {
 	volatile int stop;      // set by a failing worker, or by Go to end a run early
 	volatile int peer_done; // set by Go: every sender on the other side has finished
 	int notify_fd;          // eventfd written when every sender of this run has finished, or -1
+	int wake_fd;            // eventfd written with stop and peer_done, so event-mode waits see them at once, or -1
 	int nsenders;           // workers of this run with RR_ROLE_SEND
 	int finished_senders;
 	int arrived; // barrier

@@ -47,6 +47,9 @@ type SideRun struct {
 	// finished; the C side wakes it through an eventfd, so nothing polls.
 	sendersFinished chan struct{}
 	notify          *os.File
+	// wake is the run's wake_fd (event mode only): the C side writes it
+	// with stop and peer_done; it lives until Close.
+	wake int
 }
 
 // watchSenders creates the eventfd the workers write when their sending
@@ -86,7 +89,7 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 	if len(peer.QPNs) != spec.QPs {
 		return nil, fmt.Errorf("rdma: the peer has %d QPs, the test wants %d", len(peer.QPNs), spec.QPs)
 	}
-	s := &SideRun{e: e, spec: spec, side: side, role: role, exited: make(chan struct{})}
+	s := &SideRun{e: e, spec: spec, side: side, role: role, exited: make(chan struct{}), wake: -1}
 	fillBuffers(spec, e, side)
 	if s.c, err = s.build(peer); err != nil {
 		return nil, err
@@ -95,8 +98,17 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 		s.c.free()
 		return nil, err
 	}
+	if spec.Mode == ModeEvent && s.role != 0 {
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			s.c.free()
+			return nil, fmt.Errorf("rdma: eventfd: %w", err)
+		}
+		s.wake, s.c.r.wake_fd = fd, C.int(fd)
+	}
 	if C.rr_prepare(s.c.r) != 0 {
 		err := s.error()
+		s.closeFDs()
 		s.c.free()
 		return nil, err
 	}
@@ -244,11 +256,22 @@ func (s *SideRun) Close() {
 		s.Stop()
 		<-s.exited
 	}
-	if s.notify != nil {
-		s.notify.Close()
-	}
+	s.closeFDs()
 	s.c.free()
 	s.c = nil
+}
+
+// closeFDs closes the eventfds of the run: the senders' (its watcher
+// goroutine then ends) and the wake fd.
+func (s *SideRun) closeFDs() {
+	if s.notify != nil {
+		s.notify.Close()
+		s.notify = nil
+	}
+	if s.wake >= 0 {
+		unix.Close(s.wake)
+		s.wake = -1
+	}
 }
 
 // errNotStarted is Result's answer for a side that never ran.
