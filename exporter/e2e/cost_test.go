@@ -5,7 +5,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmarun/rdmarun/runner/report"
 )
 
 // costCase is one row of the exporter's cost table: one exporter on rxe1
@@ -257,37 +258,12 @@ func benchMeanRTT(t *testing.T, rdmarun, token, dir, mode string) time.Duration 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc any
-	if err := json.Unmarshal(b, &doc); err != nil {
+	var rep report.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	mean := findRTTMean(doc)
-	if math.IsNaN(mean) || mean <= 0 {
-		t.Fatalf("rdmarun bench (%s): no rtt.mean_ns in %s", mode, b)
+	if len(rep.Runs) != 1 || rep.Runs[0].Result == nil || rep.Runs[0].Result.Latency == nil || rep.Runs[0].Result.Latency.RTT.Mean <= 0 {
+		t.Fatalf("rdmarun bench (%s): no round trips in its report: %s", mode, b)
 	}
-	return time.Duration(mean)
-}
-
-// findRTTMean is the first "rtt": {"mean_ns": ...} in a JSON document.
-func findRTTMean(v any) float64 {
-	switch v := v.(type) {
-	case map[string]any:
-		if rtt, ok := v["rtt"].(map[string]any); ok {
-			if m, ok := rtt["mean_ns"].(float64); ok {
-				return m
-			}
-		}
-		for _, x := range v {
-			if m := findRTTMean(x); !math.IsNaN(m) {
-				return m
-			}
-		}
-	case []any:
-		for _, x := range v {
-			if m := findRTTMean(x); !math.IsNaN(m) {
-				return m
-			}
-		}
-	}
-	return math.NaN()
+	return time.Duration(rep.Runs[0].Result.Latency.RTT.Mean)
 }
