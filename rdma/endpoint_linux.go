@@ -43,6 +43,10 @@ type Endpoint struct {
 	// recvLeft counts, per QP, the receives a finished run left posted;
 	// the next run on the same QPs tops up to its rx_depth from there.
 	recvLeft []uint64
+	// wake is the event-mode runs' wake_fd (see rr_run), made by the
+	// first such run and kept to Close: a prober runs every few seconds,
+	// and an eventfd per run is two system calls it need not pay.
+	wake int
 }
 
 const accessAll = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_WRITE | C.IBV_ACCESS_REMOTE_READ | C.IBV_ACCESS_REMOTE_ATOMIC
@@ -69,7 +73,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("rdma: %s: %w", cfg.Device, err)
 	}
-	e := &Endpoint{cfg: cfg, port: *port, gid: gid, slot: (cfg.MaxMessage + 63) &^ 63}
+	e := &Endpoint{cfg: cfg, port: *port, gid: gid, slot: (cfg.MaxMessage + 63) &^ 63, wake: -1}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -309,6 +313,10 @@ func (e *Endpoint) Close() error {
 	}
 	e.closed = true
 	var errs []error
+	if e.wake >= 0 {
+		errs = append(errs, unix.Close(e.wake))
+		e.wake = -1
+	}
 	for _, qp := range e.qps {
 		errs = append(errs, rcErr("ibv_destroy_qp", e.cfg.Device, C.ibv_destroy_qp(qp)))
 	}

@@ -863,6 +863,16 @@ int rr_run_workers(struct rr_run *r)
 	r->arrived = 0;
 	r->finished_senders = 0;
 	r->t_start = 0;
+	// A lone unpinned worker runs on the calling thread, which waits for
+	// it anyway: a prober runs one worker per probe, every few seconds,
+	// and creating and joining a thread each time is most of what a short
+	// run costs beyond its traffic. A pinned worker keeps a thread of its
+	// own, so the caller's thread is never pinned.
+	if (r->nw == 1 && r->w[0].cpu < 0) {
+		r->w[0].run = r;
+		worker_main(&r->w[0]);
+		return r->w[0].fail != RR_OK ? -1 : 0;
+	}
 	for (int i = 0; i < r->nw; i++) {
 		struct rr_worker *w = &r->w[i];
 		w->run = r;

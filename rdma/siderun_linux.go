@@ -47,9 +47,6 @@ type SideRun struct {
 	// finished; the C side wakes it through an eventfd, so nothing polls.
 	sendersFinished chan struct{}
 	notify          *os.File
-	// wake is the run's wake_fd (event mode only): the C side writes it
-	// with stop and peer_done; it lives until Close.
-	wake int
 }
 
 // watchSenders creates the eventfd the workers write when their sending
@@ -57,7 +54,11 @@ type SideRun struct {
 func (s *SideRun) watchSenders() error {
 	s.sendersFinished = make(chan struct{})
 	s.c.r.notify_fd = -1
-	if s.c.r.nsenders == 0 {
+	// A latency sender is done only as its worker exits, which Exited
+	// already tells: an eventfd, its poller registration and a goroutine
+	// per run would say nothing more, and a prober pays for them on every
+	// probe.
+	if s.c.r.nsenders == 0 || s.spec.Measure != MeasureBandwidth {
 		return nil
 	}
 	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
@@ -89,7 +90,7 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 	if len(peer.QPNs) != spec.QPs {
 		return nil, fmt.Errorf("rdma: the peer has %d QPs, the test wants %d", len(peer.QPNs), spec.QPs)
 	}
-	s := &SideRun{e: e, spec: spec, side: side, role: role, exited: make(chan struct{}), wake: -1}
+	s := &SideRun{e: e, spec: spec, side: side, role: role, exited: make(chan struct{})}
 	fillBuffers(spec, e, side)
 	if s.c, err = s.build(peer); err != nil {
 		return nil, err
@@ -99,12 +100,13 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 		return nil, err
 	}
 	if spec.Mode == ModeEvent && s.role != 0 {
-		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		fd, err := e.wakeFD()
 		if err != nil {
+			s.closeFDs()
 			s.c.free()
-			return nil, fmt.Errorf("rdma: eventfd: %w", err)
+			return nil, err
 		}
-		s.wake, s.c.r.wake_fd = fd, C.int(fd)
+		s.c.r.wake_fd = C.int(fd)
 	}
 	if C.rr_prepare(s.c.r) != 0 {
 		err := s.error()
@@ -140,7 +142,8 @@ func (s *SideRun) Start() {
 // its last operation. The caller passes this on to the other side at
 // once (see MarkPeerFinished), since that side's receivers and
 // responders cannot otherwise know when to stop. It is never closed for
-// a side without senders.
+// a side without senders, nor for a latency side, whose senders finish
+// only as its workers exit: Exited tells that.
 func (s *SideRun) SendersFinished() <-chan struct{} { return s.sendersFinished }
 
 // MarkPeerFinished tells this side that every sender of the other side
@@ -227,12 +230,7 @@ func (s *SideRun) Result() (*SideResult, error) {
 		if w.hist == nil {
 			continue
 		}
-		if r.hist == nil {
-			r.hist = make([]uint64, C.RR_HIST_BUCKETS)
-		}
-		for i, c := range unsafe.Slice((*uint64)(unsafe.Pointer(w.hist)), C.RR_HIST_BUCKETS) {
-			r.hist[i] += c
-		}
+		r.hist = mergeBuckets(r.hist, nonEmpty(unsafe.Slice((*uint64)(unsafe.Pointer(w.hist)), C.RR_HIST_BUCKETS)))
 		r.lat.n += uint64(w.n)
 		r.lat.sum += uint64(w.sum)
 		r.lat.sumsq += float64(w.sumsq)
@@ -261,17 +259,31 @@ func (s *SideRun) Close() {
 	s.c = nil
 }
 
-// closeFDs closes the eventfds of the run: the senders' (its watcher
-// goroutine then ends) and the wake fd.
+// closeFDs closes the senders' eventfd; its watcher goroutine then ends.
 func (s *SideRun) closeFDs() {
 	if s.notify != nil {
 		s.notify.Close()
 		s.notify = nil
 	}
-	if s.wake >= 0 {
-		unix.Close(s.wake)
-		s.wake = -1
+}
+
+// wakeFD returns the endpoint's wake eventfd, made on first use, emptied
+// of what the last run wrote (its stop or peer_done), so that a new run
+// starts with nothing to wake for.
+func (e *Endpoint) wakeFD() (int, error) {
+	if e.wake < 0 {
+		fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			return -1, fmt.Errorf("rdma: eventfd: %w", err)
+		}
+		e.wake = fd
+		return fd, nil
 	}
+	var b [8]byte
+	if _, err := unix.Read(e.wake, b[:]); err != nil && err != unix.EAGAIN {
+		return -1, fmt.Errorf("rdma: emptying the wake eventfd: %w", err)
+	}
+	return e.wake, nil
 }
 
 // errNotStarted is Result's answer for a side that never ran.
