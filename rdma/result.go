@@ -143,13 +143,49 @@ func bucketValue(idx int) int64 {
 	return lo + (hi-lo)/2
 }
 
-// addBuckets records a C histogram into h.
-func addBuckets(h *hdrhistogram.Histogram, buckets []uint64) {
-	for i, c := range buckets {
-		if c == 0 {
-			continue
+// bucketCount is one non-empty bucket of the C loop's histogram. A run
+// fills a few dozen of its 32,768 buckets, so only those leave C memory:
+// a dense copy would be a quarter megabyte of garbage per run, which a
+// prober probing every second turns into a collection every few probes.
+type bucketCount struct {
+	idx int
+	n   uint64
+}
+
+// nonEmpty lists the non-empty buckets of a C histogram in bucket order.
+func nonEmpty(dense []uint64) []bucketCount {
+	var out []bucketCount
+	for i, c := range dense {
+		if c != 0 {
+			out = append(out, bucketCount{i, c})
 		}
-		v := min(bucketValue(i), histMax)
-		_ = h.RecordValues(v, int64(c))
+	}
+	return out
+}
+
+// mergeBuckets sums two bucket lists, each in bucket order, into one.
+func mergeBuckets(a, b []bucketCount) []bucketCount {
+	if len(a) == 0 {
+		return b
+	}
+	out := make([]bucketCount, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0].idx < b[0].idx:
+			out, a = append(out, a[0]), a[1:]
+		case b[0].idx < a[0].idx:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out = append(out, bucketCount{a[0].idx, a[0].n + b[0].n})
+			a, b = a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// addBuckets records a C histogram's non-empty buckets into h.
+func addBuckets(h *hdrhistogram.Histogram, buckets []bucketCount) {
+	for _, b := range buckets {
+		_ = h.RecordValues(min(bucketValue(b.idx), histMax), int64(b.n))
 	}
 }

@@ -95,7 +95,7 @@ func TestSummaryAgainstExact(t *testing.T) {
 				cRecord(b, &m, v)
 			}
 			h := newHistogram()
-			addBuckets(h, b)
+			addBuckets(h, nonEmpty(b))
 			got, want := summaryOf(m, h), exactSummary(samples)
 			if got.Count != want.Count || got.Min != want.Min || got.Max != want.Max {
 				t.Errorf("count/min/max %d %v %v, want %d %v %v", got.Count, got.Min, got.Max, want.Count, want.Min, want.Max)
@@ -129,5 +129,37 @@ func TestDirectionUnits(t *testing.T) {
 	}
 	if z := newDirection("a", "b", 0, 8, 5, 5); z.BytesPerSecond != 0 {
 		t.Errorf("zero-length span gave %v", z.BytesPerSecond)
+	}
+}
+
+// TestMergeBucketsMatchesDenseSum: workers' histograms merged bucket list
+// by bucket list must equal their dense sum, overlapping or not.
+func TestMergeBucketsMatchesDenseSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, workers := range []int{1, 2, 3, 8} {
+		dense := make([]uint64, histBuckets)
+		var merged []bucketCount
+		for range workers {
+			b := make([]uint64, histBuckets)
+			m := moments{min: math.MaxUint64}
+			for range 500 {
+				// Narrow and wide ranges, so buckets both collide and not.
+				cRecord(b, &m, uint64(1000+rng.IntN(3000)))
+				cRecord(b, &m, uint64(rng.Int64N(1<<34)))
+			}
+			for i, c := range b {
+				dense[i] += c
+			}
+			merged = mergeBuckets(merged, nonEmpty(b))
+		}
+		want := nonEmpty(dense)
+		if len(merged) != len(want) {
+			t.Fatalf("%d workers: %d merged buckets, want %d", workers, len(merged), len(want))
+		}
+		for i := range want {
+			if merged[i] != want[i] {
+				t.Fatalf("%d workers: bucket %d is %+v, want %+v", workers, i, merged[i], want[i])
+			}
+		}
 	}
 }

@@ -32,7 +32,7 @@ type SideResult struct {
 	Counters portstats.Deltas `json:"counters"`
 	// Latency samples stay on the requester's side.
 	lat  moments
-	hist []uint64
+	hist []bucketCount
 }
 
 // CPUUse is the CPU time the process used while a side ran (all its
@@ -61,10 +61,8 @@ func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) 
 		addBuckets(h, req.hist)
 		rtt := summaryOf(req.lat, h)
 		res.Latency = &LatencyStats{RTT: rtt, Histogram: h}
-		for i, c := range req.hist {
-			if c > 0 {
-				res.Latency.Buckets = append(res.Latency.Buckets, Bucket{Ns: min(bucketValue(i), histMax), Count: c})
-			}
+		for _, b := range req.hist {
+			res.Latency.Buckets = append(res.Latency.Buckets, Bucket{Ns: min(bucketValue(b.idx), histMax), Count: b.n})
 		}
 		if spec.Op.OneWay() {
 			half := rtt.Half()
