@@ -238,14 +238,7 @@ func (c *Conn) Quiet() error {
 	if c.rerr != nil {
 		return c.rerr
 	}
-	// A deadline already past makes Go fail the read before trying it;
-	// one a moment ahead tries the socket once and waits no longer.
-	if err := c.nc.SetReadDeadline(time.Now().Add(time.Millisecond)); err != nil {
-		c.rerr = fmt.Errorf("ctrl: the connection to %s is unusable: %w", c.peer, err)
-		return c.rerr
-	}
-	var b [1]byte
-	n, err := c.nc.Read(b[:])
+	n, err := c.peek()
 	switch {
 	case n > 0:
 		c.rerr = &ProtocolError{Peer: c.peer, Op: "waiting between requests", Reason: "the peer sent data unasked"}
@@ -255,6 +248,45 @@ func (c *Conn) Quiet() error {
 		c.rerr = c.readError(context.Background(), "waiting between requests", 0, err)
 	}
 	return c.rerr
+}
+
+// peek looks for a byte from the peer without waiting for one. A plain
+// socket is asked directly (MSG_PEEK|MSG_DONTWAIT), which a prober does
+// before every probe and which costs one system call. TLS cannot be
+// asked that way: bytes on the socket may be TLS's own records (a
+// close_notify, a key update), which only a read through TLS tells from
+// data; that read gets a deadline a moment ahead (one already past makes
+// Go fail the read before trying it).
+func (c *Conn) peek() (int, error) {
+	if sc, ok := c.nc.(syscall.Conn); ok {
+		rc, err := sc.SyscallConn()
+		if err != nil {
+			return 0, err
+		}
+		var n int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			var b [1]byte
+			n, _, rerr = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			return true
+		}); err != nil {
+			return 0, err
+		}
+		switch {
+		case rerr == syscall.EAGAIN:
+			return 0, nil
+		case rerr != nil:
+			return 0, rerr
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+	if err := c.nc.SetReadDeadline(time.Now().Add(time.Millisecond)); err != nil {
+		return 0, fmt.Errorf("ctrl: the connection to %s is unusable: %w", c.peer, err)
+	}
+	var b [1]byte
+	return c.nc.Read(b[:])
 }
 
 func (c *Conn) recv(ctx context.Context, op string) (frame, error) {

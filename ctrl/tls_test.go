@@ -227,3 +227,55 @@ func TestDialErrors(t *testing.T) {
 		t.Errorf("Dial with a cancelled context: %v", err)
 	}
 }
+
+// TestQuietOverTLS: Quiet reads through TLS (a plain socket is peeked at
+// instead): silence is nil and leaves the stream in step; a message or a
+// close ends the session.
+func TestQuietOverTLS(t *testing.T) {
+	cf := selfSigned(t)
+	pair := func(t *testing.T) (c, s *Conn) {
+		c, s, cerr, serr := tlsPair(t, &TLSConfig{CertFile: cf.cert, KeyFile: cf.key}, &TLSConfig{CAFile: cf.cert})
+		if cerr != nil || serr != nil {
+			t.Fatalf("handshakes: client %v, server %v", cerr, serr)
+		}
+		return c, s
+	}
+	quietUntil := func(c *Conn) error {
+		var err error
+		deadline := time.Now().Add(5 * time.Second)
+		for err = c.Quiet(); err == nil && time.Now().Before(deadline); err = c.Quiet() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		return err
+	}
+	t.Run("silent peer", func(t *testing.T) {
+		c, s := pair(t)
+		for range 3 {
+			if err := c.Quiet(); err != nil {
+				t.Fatalf("Quiet on a silent TLS connection: %v", err)
+			}
+		}
+		if err := s.Send(context.Background(), KindReady, nil); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.Recv(ctx, KindReady, nil); err != nil {
+			t.Fatalf("Recv after Quiet: %v", err)
+		}
+	})
+	t.Run("peer spoke unasked", func(t *testing.T) {
+		c, s := pair(t)
+		if err := s.Send(context.Background(), KindDone, nil); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, quietUntil(c), "sent data unasked")
+	})
+	t.Run("peer closed", func(t *testing.T) {
+		c, s := pair(t)
+		s.Close()
+		if err := quietUntil(c); err == nil {
+			t.Fatal("Quiet stayed nil for 5 s after the peer closed")
+		}
+	})
+}
