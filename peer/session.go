@@ -254,7 +254,7 @@ func (s *Session) stepCtx(ctx context.Context) (context.Context, context.CancelF
 
 func (s *Session) wrap(stage Stage, err error) error {
 	s.log.Debug("failed", "stage", stage, "err", err)
-	return &Error{Addr: s.addr, Stage: stage, Err: err}
+	return &Error{Addr: s.addr, Stage: stage, Err: asBusy(err)}
 }
 
 func (s *Session) send(ctx context.Context, stage Stage, k ctrl.Kind, v any) error {
