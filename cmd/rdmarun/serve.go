@@ -104,6 +104,10 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}
+	maxMemory, err := c.checkLimits()
+	if err != nil {
+		return &exitError{exitInvalid, err}
+	}
 	var tlsCfg *tls.Config
 	if c.tls.CertFile != "" || c.tls.KeyFile != "" || c.tls.CAFile != "" {
 		if tlsCfg, err = c.tls.ServerConfig(); err != nil {
@@ -132,10 +136,6 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	}
 	if c.sessionIdle <= 0 {
 		return &exitError{exitInvalid, fmt.Errorf("--session-idle %v: want a positive duration such as 5m", c.sessionIdle)}
-	}
-	maxMemory, err := c.checkLimits()
-	if err != nil {
-		return &exitError{exitInvalid, err}
 	}
 	srv, err := peer.NewServer(peer.ServerConfig{
 		Device: c.device, Port: c.port, GIDIndex: gid, Token: token,
