@@ -50,7 +50,7 @@ type ServerConfig struct {
 	MaxMemory int64
 	// MaxQPs bounds the QPs of one test; 0 means 64.
 	MaxQPs int
-	Logger  *slog.Logger
+	Logger *slog.Logger
 	// DialTLS, when set, is the client TLS configuration for the tests
 	// this responder runs itself on a coordinator's behalf (relays).
 	DialTLS *tls.Config

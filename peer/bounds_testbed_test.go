@@ -1,0 +1,119 @@
+//go:build testbed
+
+package peer_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/rdma/rdmatest"
+)
+
+// TestServeBounds: the real responder refuses each test past one of its
+// limits, before it allocates anything, with the limit's flag and what
+// was asked and allowed; rdmarun shows that text and exits non-zero.
+// The total memory is shared by kept sessions: past it a session is
+// refused, and admitted again once another closes.
+func TestServeBounds(t *testing.T) {
+	r := startResponder(t, "--max-memory", "1280KiB", "--max-qps", "4", "--max-test", "20s")
+	for _, tc := range []struct {
+		name string
+		spec rdma.TestSpec
+		want string
+	}{
+		{"qps", rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10, QPs: 8},
+			"responder refused: the test uses 8 QPs; the responder allows 4 per test (--max-qps)"},
+		{"memory per test", rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10, Size: 1 << 20},
+			"responder refused: the test registers 2MiB; the responder allows 1280KiB per test and in total (--max-memory)"},
+		{"duration", rdma.TestSpec{Op: rdma.OpWrite, Duration: rdma.Duration(time.Minute)},
+			"responder refused: the test runs for 1m0s; the responder allows 20s per test (--max-test)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := qpsOn(t, "rxe0")
+			_, err := peer.Run(context.Background(), client(r), rdmatest.Complete(t, tc.spec))
+			var pe *peer.Error
+			var re *ctrl.RemoteError
+			if !errors.As(err, &pe) || pe.Stage != peer.StageSetup || !errors.As(err, &re) || !strings.HasSuffix(re.Msg, tc.want) {
+				t.Errorf("got %v\nwant the responder's refusal at set-up ending %q", err, tc.want)
+			}
+			if got := qpsOn(t, "rxe0"); got != base {
+				t.Errorf("the refused test left %d QPs on the responder's device, %d before", got, base)
+			}
+		})
+	}
+
+	// rdmarun shows the refusal and exits non-zero.
+	out, err := exec.Command(rdmarunBin(t), "bench", "--peer", r.addr, "--device", "rxe1", "--qps", "8", "--iters", "10").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "the test uses 8 QPs; the responder allows 4 per test (--max-qps)") {
+		t.Errorf("rdmarun bench --qps 8: %v, want a non-zero exit naming --max-qps\n%s", err, out)
+	}
+
+	// 256 KiB messages, one QP: two 256 KiB areas, 512 KiB registered
+	// each; the total (1280 KiB) holds two such sessions, not three.
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10, Size: 256 << 10})
+	if got := rdma.SpecConfig(spec, rdma.EndpointConfig{}).RegisteredBytes(); got != 512<<10 {
+		t.Fatalf("the session's test registers %d bytes, this test assumes 512KiB", got)
+	}
+	keep := func() (*peer.Session, error) {
+		return peer.Dial(context.Background(), client(r), spec, time.Minute)
+	}
+	var kept []*peer.Session
+	for i := range 2 {
+		s, err := keep()
+		if err != nil {
+			t.Fatalf("session %d: %v\n%s", i+1, err, r.output())
+		}
+		defer s.Close()
+		if s.Idle() == 0 {
+			t.Fatalf("session %d was not kept", i+1)
+		}
+		res, err := s.Run(context.Background())
+		if err != nil {
+			t.Fatalf("run on kept session %d: %v\n%s", i+1, err, r.output())
+		}
+		rdmatest.CheckResult(t, res)
+		kept = append(kept, s)
+	}
+	first := kept[0]
+	_, err = keep()
+	want := "responder refused: the test registers 512KiB and 2 tests and kept sessions hold 1MiB; the responder allows 1280KiB in total (--max-memory); retry when they end"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a third session past the total: %v\nwant %q", err, want)
+	}
+	first.Close()
+	// Close says bye; the responder frees the session's memory when it
+	// has closed its endpoint, a moment later.
+	var third *peer.Session
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if third, err = keep(); err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "(--max-memory)") || time.Now().After(deadline) {
+			t.Fatalf("a third session after the first closed: %v\n%s", err, r.output())
+		}
+	}
+	defer third.Close()
+	res, err := third.Run(context.Background())
+	if err != nil {
+		t.Fatalf("run on the third session: %v", err)
+	}
+	rdmatest.CheckResult(t, res)
+}
+
+func rdmarunBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("RDMARUN_BIN")
+	if bin == "" {
+		t.Fatal("RDMARUN_BIN is not set (make testbed-test sets it)")
+	}
+	return bin
+}
