@@ -210,3 +210,20 @@ func TestOlderSpecMessage(t *testing.T) {
 		t.Errorf("spec-ok for one run is %s, %v; an older client expects {\"device\":\"rxe0\"}", ok, err)
 	}
 }
+
+// A client that skips the spec, or sends what this responder does not
+// serve, is told so at once; the connection is not left hanging.
+func TestResponderWrongFirstRequest(t *testing.T) {
+	addr, _ := startServer(t, ServerConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c := dialServer(t, addr, "")
+	if err := c.Send(ctx, ctrl.KindReady, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Recv(ctx, ctrl.KindSpecOK, nil)
+	var re *ctrl.RemoteError
+	if !errors.As(err, &re) || re.Msg != "got ready as the first request, want spec or relay" {
+		t.Errorf("ready first: %v", err)
+	}
+}
