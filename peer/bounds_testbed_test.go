@@ -50,6 +50,17 @@ func TestServeBounds(t *testing.T) {
 		})
 	}
 
+	// A test given by iterations cannot be bounded up front; it is
+	// stopped at --max-test, and the client is told so. The set-up
+	// counts against the bound too, and took 2.5 s in a busy VM: 6 s.
+	short := startResponder(t, "--max-test", "6s")
+	start := time.Now()
+	_, err := peer.Run(context.Background(), client(short), rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 4096, Iterations: 1 << 30}))
+	if err == nil || !strings.Contains(err.Error(), "the test ran for the 6s this responder allows per test (--max-test) and was stopped") {
+		t.Errorf("a test past --max-test: %v\n%s", err, short.output())
+	}
+	t.Logf("a test past --max-test 6s ended after %v", time.Since(start).Round(time.Millisecond))
+
 	t0 := time.Now()
 	// rdmarun shows the refusal and exits non-zero.
 	out, err := exec.Command(rdmarunBin(t), "bench", "--peer", r.addr, "--device", "rxe1", "--qps", "8", "--iters", "10").CombinedOutput()

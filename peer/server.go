@@ -409,6 +409,13 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 		msg.Timeout = pathTimedOut(runErr)
 	}
 	if linkErr != nil {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			// The run, not the client, hit the bound: the client is
+			// still there and must learn which limit stopped it. By
+			// the clock, not ctx.Err(): the channel's read deadline,
+			// set to ctx's, may fire before ctx's own timer.
+			return fail(fmt.Errorf("the test ran for the %v this responder allows per test (%s) and was stopped; a test given by iterations cannot be bounded before it runs: give it a duration, or fewer iterations", s.cfg.MaxTest, limitTest))
+		}
 		// The client is gone or broke the protocol: nobody to tell.
 		return linkErr
 	}
