@@ -44,8 +44,16 @@ func (e *LimitError) Error() string {
 // once the endpoint is closed. cfg is the endpoint configuration the
 // test will run with: its RegisteredBytes is what NewEndpoint pins.
 func (s *Server) admit(spec rdma.Test, cfg rdma.EndpointConfig) (release func(), err error) {
-	if d := time.Duration(spec.Duration); d > s.cfg.MaxTest {
-		return nil, &LimitError{Limit: limitTest, Asked: fmt.Sprintf("the test runs for %v", d), Allowed: fmt.Sprintf("%v per test", s.cfg.MaxTest)}
+	if d := time.Duration(spec.Duration); d > 0 {
+		// A run holds the responder for its duration, then for as long
+		// as a side may take to drain (the stall deadline) and the
+		// result takes to come back (a step). A test that fits only
+		// without them would be cut off at its end, its result lost:
+		// refuse it now.
+		extra := time.Duration(spec.StallTimeout) + s.cfg.StepTimeout
+		if d+extra > s.cfg.MaxTest {
+			return nil, &LimitError{Limit: limitTest, Asked: fmt.Sprintf("the test runs for %v, plus up to %v to drain and answer", d, extra), Allowed: fmt.Sprintf("%v per test", s.cfg.MaxTest)}
+		}
 	}
 	if spec.QPs > s.cfg.MaxQPs {
 		return nil, &LimitError{Limit: limitQPs, Asked: fmt.Sprintf("the test uses %d QPs", spec.QPs), Allowed: fmt.Sprintf("%d per test", s.cfg.MaxQPs)}

@@ -31,7 +31,7 @@ func askSpec(t *testing.T, addr string, spec rdma.TestSpec) error {
 // allocated (the responder's device does not even exist), naming the
 // flag, what the test asked and what is allowed.
 func TestAdmissionRefuses(t *testing.T) {
-	addr, srv := startServer(t, ServerConfig{MaxMemory: 4 << 20, MaxQPs: 4, MaxTest: 5 * time.Second})
+	addr, srv := startServer(t, ServerConfig{MaxMemory: 4 << 20, MaxQPs: 4, MaxTest: 20 * time.Second})
 	for _, tc := range []struct {
 		name string
 		spec rdma.TestSpec
@@ -41,8 +41,11 @@ func TestAdmissionRefuses(t *testing.T) {
 			"responder refused: the test uses 8 QPs; the responder allows 4 per test (--max-qps)"},
 		{"memory per test", rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 1 << 20, QPs: 4},
 			"responder refused: the test registers 8MiB; the responder allows 4MiB per test and in total (--max-memory)"},
-		{"duration", rdma.TestSpec{Op: rdma.OpWrite, Duration: rdma.Duration(10 * time.Second)},
-			"responder refused: the test runs for 10s; the responder allows 5s per test (--max-test)"},
+		{"duration", rdma.TestSpec{Op: rdma.OpWrite, Duration: rdma.Duration(30 * time.Second)},
+			"responder refused: the test runs for 30s, plus up to 15s to drain and answer; the responder allows 20s per test (--max-test)"},
+		// It would be cut off at its end, with its result lost.
+		{"duration that fits only without draining", rdma.TestSpec{Op: rdma.OpWrite, Duration: rdma.Duration(19 * time.Second), StallTimeout: rdma.Duration(time.Second)},
+			"responder refused: the test runs for 19s, plus up to 11s to drain and answer; the responder allows 20s per test (--max-test)"},
 		{"the first limit passed is the one named", rdma.TestSpec{Op: rdma.OpWrite, Duration: rdma.Duration(time.Minute), QPs: 100, Threads: 1},
 			"(--max-test)"},
 	} {
@@ -56,7 +59,8 @@ func TestAdmissionRefuses(t *testing.T) {
 	}
 	// A test within every limit is admitted and fails only at its
 	// endpoint (no device "none"); its booking is returned.
-	err := askSpec(t, addr, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 1 << 20, QPs: 2})
+	err := askSpec(t, addr, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 1 << 20, QPs: 2,
+		Duration: rdma.Duration(5 * time.Second), StallTimeout: rdma.Duration(5 * time.Second)})
 	if err == nil || strings.Contains(err.Error(), "responder refused") {
 		t.Errorf("a test within the limits: %v, want the endpoint's failure", err)
 	}

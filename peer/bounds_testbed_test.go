@@ -34,7 +34,7 @@ func TestServeBounds(t *testing.T) {
 		{"memory per test", rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10, Size: 64 << 10},
 			"responder refused: the test registers 128KiB; the responder allows 80KiB per test and in total (--max-memory)"},
 		{"duration", rdma.TestSpec{Op: rdma.OpWrite, Duration: rdma.Duration(time.Minute)},
-			"responder refused: the test runs for 1m0s; the responder allows 20s per test (--max-test)"},
+			"responder refused: the test runs for 1m0s, plus up to 15s to drain and answer; the responder allows 20s per test (--max-test)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := qpsOn(t, "rxe0")
