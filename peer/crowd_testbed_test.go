@@ -76,7 +76,10 @@ func TestCrowd(t *testing.T) {
 	const clients, slots, full = 64, 4, 8
 	r := startResponder(t, "--max-concurrent", strconv.Itoa(slots))
 	pid := r.cmd.Process.Pid
-	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureLatency, Iterations: 100})
+	// Event mode: the four run at once, and four busy-polling pairs
+	// (eight spinning threads) on the VM's two CPUs starved soft-RoCE
+	// until one stalled; a crowd of probers waits on completions.
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Iterations: 100})
 	// A first test opens what the responder keeps for its life (the
 	// runtime's threads and buffers), so the baseline is a responder
 	// that has served.
