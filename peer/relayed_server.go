@@ -34,9 +34,13 @@ func (s *Server) serveRelay(ctx context.Context, c *ctrl.Conn, payload json.RawM
 	if err != nil {
 		return fail(fmt.Errorf("invalid spec: %w", err))
 	}
-	if d := time.Duration(spec.Duration); d > s.cfg.MaxTest {
-		return fail(fmt.Errorf("duration %v exceeds this responder's limit of %v", d, s.cfg.MaxTest))
+	// The outgoing test's endpoint is this responder's memory and QPs
+	// like any other; Dial sizes it from the spec alone, as here.
+	unbook, err := s.admit(spec, rdma.SpecConfig(spec, rdma.EndpointConfig{}))
+	if err != nil {
+		return fail(err)
 	}
+	defer unbook()
 	addr, err := relayAddr(req.Peer.Addr)
 	if err != nil {
 		return fail(err)

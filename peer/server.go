@@ -41,7 +41,16 @@ type ServerConfig struct {
 	// MaxIdle bounds how long a kept session may wait for its next run;
 	// 0 means 5 minutes.
 	MaxIdle time.Duration
-	Logger  *slog.Logger
+	// MaxMemory bounds the memory the responder registers for clients,
+	// for one test and for all tests and kept sessions together: a test
+	// that would pass it is refused before anything is registered. 0
+	// means 1 GiB. One limit, not two: the operator's question is how
+	// much of this host the responder may pin, and one test may take
+	// all of it when nothing else runs.
+	MaxMemory int64
+	// MaxQPs bounds the QPs of one test; 0 means 64.
+	MaxQPs int
+	Logger *slog.Logger
 	// DialTLS, when set, is the client TLS configuration for the tests
 	// this responder runs itself on a coordinator's behalf (relays).
 	DialTLS *tls.Config
@@ -58,6 +67,9 @@ type Server struct {
 	cfg   ServerConfig
 	slots chan struct{}
 	wg    sync.WaitGroup
+	// memory books the registered memory of tests and kept sessions
+	// (MaxMemory).
+	memory memoryBudget
 	// token is cfg.Token until SetToken replaces it: a fleet rotates its
 	// token without stopping the tests in flight.
 	token atomic.Pointer[string]
@@ -68,6 +80,9 @@ type Server struct {
 	mu     sync.Mutex
 	served int
 	failed int
+	// ends holds, for each test holding a slot, when it is expected to
+	// give it up: what a busy answer's retry hint is made of.
+	ends map[*slot]time.Time
 }
 
 // NewServer checks cfg and returns a responder.
@@ -90,13 +105,19 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxIdle == 0 {
 		cfg.MaxIdle = 5 * time.Minute
 	}
+	if cfg.MaxMemory == 0 {
+		cfg.MaxMemory = 1 << 30
+	}
+	if cfg.MaxQPs == 0 {
+		cfg.MaxQPs = 64
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxTest < 0 || cfg.MaxConcurrent < 0 || cfg.StepTimeout < 0 || cfg.MaxIdle < 0 {
+	if cfg.MaxTest < 0 || cfg.MaxConcurrent < 0 || cfg.StepTimeout < 0 || cfg.MaxIdle < 0 || cfg.MaxMemory < 0 || cfg.MaxQPs < 0 {
 		return nil, errors.New("peer: negative limit in the server config")
 	}
-	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrent)}
+	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.MaxConcurrent), memory: memoryBudget{max: cfg.MaxMemory}, ends: map[*slot]time.Time{}}
 	s.token.Store(&cfg.Token)
 	return s, nil
 }
@@ -140,21 +161,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("peer: accept: %w", err)
 		}
-		select {
-		case s.slots <- struct{}{}:
-		default:
+		sl := &slot{srv: s}
+		if !sl.tryAcquire() {
 			// Busy: say so rather than leave the client waiting.
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				s.refuse(ctx, nc, fmt.Sprintf("responder busy: %d tests under way; try again shortly", s.cfg.MaxConcurrent))
+				s.refuse(ctx, nc, s.busy())
 			}()
 			continue
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			sl := &slot{slots: s.slots, held: true}
 			defer sl.release()
 			s.handle(ctx, nc, sl)
 		}()
@@ -246,9 +265,6 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 	if err != nil {
 		return fail(fmt.Errorf("invalid spec: %w", err))
 	}
-	if d := time.Duration(spec.Duration); d > s.cfg.MaxTest {
-		return fail(fmt.Errorf("duration %v exceeds this responder's limit of %v", d, s.cfg.MaxTest))
-	}
 	dev := s.cfg.Device
 	if req.Device != "" {
 		dev = req.Device
@@ -261,7 +277,16 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		gid = *req.GIDIndex
 	}
 	log = log.With("op", spec.Op, "measure", spec.Measure, "device", dev)
-	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: dev, Port: s.cfg.Port, GIDIndex: gid, SkipPortCounters: req.NoCounters}))
+	epCfg := rdma.SpecConfig(spec, rdma.EndpointConfig{Device: dev, Port: s.cfg.Port, GIDIndex: gid, SkipPortCounters: req.NoCounters})
+	unbook, err := s.admit(spec, epCfg)
+	if err != nil {
+		return fail(err)
+	}
+	// Deferred first, so it runs after ep.Close: the memory is booked
+	// until it is really unregistered.
+	defer unbook()
+	sl.expect(time.Duration(spec.Duration) + s.cfg.StepTimeout)
+	ep, err := rdma.NewEndpoint(epCfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -308,8 +333,12 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 			return err
 		}
 		if err := sl.acquire(parent, s.cfg.StepTimeout); err != nil {
-			return fail(fmt.Errorf("responder busy: %d tests under way for longer than %v; try again shortly", s.cfg.MaxConcurrent, s.cfg.StepTimeout))
+			if errors.Is(err, errNoSlot) {
+				return fail(errors.New(s.busy()))
+			}
+			return fail(err)
 		}
+		sl.expect(time.Duration(spec.Duration) + s.cfg.StepTimeout)
 		log.Debug("session run", "run", run+1)
 	}
 }
@@ -380,6 +409,13 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 		msg.Timeout = pathTimedOut(runErr)
 	}
 	if linkErr != nil {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			// The run, not the client, hit the bound: the client is
+			// still there and must learn which limit stopped it. By
+			// the clock, not ctx.Err(): the channel's read deadline,
+			// set to ctx's, may fire before ctx's own timer.
+			return fail(fmt.Errorf("the test ran for the %v this responder allows per test (%s) and was stopped; a test given by iterations cannot be bounded before it runs: give it a duration, or fewer iterations", s.cfg.MaxTest, limitTest))
+		}
 		// The client is gone or broke the protocol: nobody to tell.
 		return linkErr
 	}
@@ -392,16 +428,46 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 // slot is a connection's claim on one of the tests served at once. A
 // kept session gives it up between runs.
 type slot struct {
-	slots chan struct{}
-	held  bool
+	srv  *Server
+	held bool
+}
+
+// tryAcquire takes a slot if one is free.
+func (sl *slot) tryAcquire() bool {
+	select {
+	case sl.srv.slots <- struct{}{}:
+		sl.took()
+		return true
+	default:
+		return false
+	}
+}
+
+// took books the slot, expected back within a step (the handshake and
+// the spec) until expect says more.
+func (sl *slot) took() {
+	sl.held = true
+	sl.expect(sl.srv.cfg.StepTimeout)
+}
+
+// expect records that the slot's test should give it up within d.
+func (sl *slot) expect(d time.Duration) {
+	sl.srv.mu.Lock()
+	sl.srv.ends[sl] = time.Now().Add(d)
+	sl.srv.mu.Unlock()
 }
 
 func (sl *slot) release() {
 	if sl.held {
-		<-sl.slots
+		sl.srv.mu.Lock()
+		delete(sl.srv.ends, sl)
+		sl.srv.mu.Unlock()
+		<-sl.srv.slots
 		sl.held = false
 	}
 }
+
+var errNoSlot = errors.New("no test slot")
 
 // acquire waits at most wait for a slot.
 func (sl *slot) acquire(ctx context.Context, wait time.Duration) error {
@@ -411,14 +477,35 @@ func (sl *slot) acquire(ctx context.Context, wait time.Duration) error {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case sl.slots <- struct{}{}:
-		sl.held = true
+	case sl.srv.slots <- struct{}{}:
+		sl.took()
 		return nil
 	case <-t.C:
-		return errors.New("no test slot")
+		return errNoSlot
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// busy is the answer to a client that finds every slot taken: how many
+// tests are under way and when the first of them should end (its
+// duration, if it has one, and a step for the result; a step for one
+// still in its set-up), in whole seconds, at least 1 and at most
+// MaxTest. It is a hint, not a promise: a test without a duration may
+// run longer, and other clients may take the slot first.
+func (s *Server) busy() string {
+	s.mu.Lock()
+	running := len(s.ends)
+	first := time.Duration(-1)
+	for _, end := range s.ends {
+		if d := time.Until(end); first < 0 || d < first {
+			first = d
+		}
+	}
+	s.mu.Unlock()
+	retry := min(max(first, time.Second), s.cfg.MaxTest)
+	retry = (retry + time.Second - 1).Truncate(time.Second)
+	return busyMessage(running, s.cfg.MaxConcurrent, retry)
 }
 
 func (s *Server) send(ctx context.Context, c *ctrl.Conn, k ctrl.Kind, v any) error {

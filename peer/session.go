@@ -180,6 +180,13 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 	side.Start()
 	s.log.Debug("test started", "run", s.runs+1, "after", since())
 	if err := relay(ctx, s.c, side, s.step, time.Duration(s.spec.StallTimeout)); err != nil {
+		var said *ctrl.RemoteError
+		if errors.As(err, &said) {
+			// The responder stopped the test and said why (its
+			// --max-test): this side's failure, if any, followed from
+			// that.
+			return nil, s.wrap(StageTest, err)
+		}
 		// The local side's own failure, if any, says more than the
 		// broken channel.
 		return nil, s.wrap(StageTest, rdma.FirstError(sideErr(side), err))
@@ -192,9 +199,13 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 	err = s.c.Recv(rctx, ctrl.KindResult, &theirRes)
 	cancel()
 	if err != nil {
-		if localErr != nil {
+		var said *ctrl.RemoteError
+		if localErr != nil && !errors.As(err, &said) {
 			return nil, localErr
 		}
+		// An error frame instead of the result is the responder
+		// saying why it stopped the test (its --max-test); this
+		// side's failure, if any, followed from that.
 		return nil, s.wrap(StageAwaitResult, err)
 	}
 	if s.idle == 0 {
@@ -254,7 +265,7 @@ func (s *Session) stepCtx(ctx context.Context) (context.Context, context.CancelF
 
 func (s *Session) wrap(stage Stage, err error) error {
 	s.log.Debug("failed", "stage", stage, "err", err)
-	return &Error{Addr: s.addr, Stage: stage, Err: err}
+	return &Error{Addr: s.addr, Stage: stage, Err: asBusy(err)}
 }
 
 func (s *Session) send(ctx context.Context, stage Stage, k ctrl.Kind, v any) error {

@@ -73,7 +73,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("rdma: %s: %w", cfg.Device, err)
 	}
-	e := &Endpoint{cfg: cfg, port: *port, gid: gid, slot: (cfg.MaxMessage + 63) &^ 63, wake: -1}
+	e := &Endpoint{cfg: cfg, port: *port, gid: gid, slot: slotBytes(cfg.MaxMessage), wake: -1}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -85,12 +85,11 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if e.pd, err = C.ibv_alloc_pd(e.ctx); e.pd == nil {
 		return nil, verbsErr("ibv_alloc_pd", cfg.Device, err)
 	}
-	size := bufferBytes(2 * e.slot * cfg.QPs)
+	size := int(cfg.RegisteredBytes())
 	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
 	if cfg.Hugepages {
 		// Huge pages cut the NIC's address-translation misses on large
 		// buffers; the kernel needs them reserved beforehand.
-		size = (size + hugePage - 1) / hugePage * hugePage
 		flags |= unix.MAP_HUGETLB
 	}
 	e.mem, err = unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
@@ -144,15 +143,6 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	return e, nil
 }
 
-// hugePage is the default huge page size on x86-64 and arm64.
-const hugePage = 2 << 20
-
-// bufferBytes rounds n up to whole pages.
-func bufferBytes(n int) int {
-	page := unix.Getpagesize()
-	return (n + page - 1) / page * page
-}
-
 func randomPSN() uint32 {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -181,6 +171,16 @@ func (e *Endpoint) Info() EndpointInfo {
 		ActiveMTU: e.port.ActiveMTU,
 		MaxInline: e.inline,
 	}
+}
+
+// RegisteredBytes is the length of the memory region the endpoint
+// registered, as the verbs library reports it: what EndpointConfig's
+// RegisteredBytes promised, which a test checks.
+func (e *Endpoint) RegisteredBytes() int64 {
+	if e.mr == nil {
+		return 0
+	}
+	return int64(e.mr.length)
 }
 
 // sendArea is QP i's send area: where its writes and sends leave from,

@@ -17,6 +17,9 @@ func NewEndpoint(EndpointConfig) (*Endpoint, error) { return nil, ErrNotSupporte
 // Info returns nothing in this build.
 func (*Endpoint) Info() EndpointInfo { return EndpointInfo{} }
 
+// RegisteredBytes is 0 in this build: nothing is registered.
+func (*Endpoint) RegisteredBytes() int64 { return 0 }
+
 // Connect needs libibverbs; this build has none.
 func (*Endpoint) Connect(EndpointInfo, QPAttrs) error { return ErrNotSupported }
 

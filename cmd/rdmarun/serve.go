@@ -18,6 +18,7 @@ import (
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/units"
 )
 
 // serveCmd is the responder daemon: clients push whole test specs to it.
@@ -35,6 +36,8 @@ type serveCmd struct {
 	maxConcurrent int
 	maxSessions   int
 	sessionIdle   time.Duration
+	maxMemory     string
+	maxQPs        int
 	logLevel      string
 	// allowUnauthenticated is the operator's explicit word that a
 	// responder on a network address may run without a token.
@@ -56,6 +59,8 @@ func newServeCmd(app *kingpin.Application) *serveCmd {
 	cmd.Flag("max-test", "Longest a test may hold the responder.").Default("10m").DurationVar(&c.maxTest)
 	cmd.Flag("max-concurrent", "Tests served at once.").Default("4").IntVar(&c.maxConcurrent)
 	cmd.Flag("max-sessions", "Sessions kept between runs for clients that probe again and again (rdmarun_exporter); a client beyond the limit is served one run at a time. An idle session holds its QPs and memory, not a test slot.").Default("256").IntVar(&c.maxSessions)
+	cmd.Flag("max-memory", "Memory the responder registers for clients, for one test and for all tests and kept sessions together (e.g. 256MiB, 1GiB); a test that would pass it is refused, naming this flag.").Default("1GiB").StringVar(&c.maxMemory)
+	cmd.Flag("max-qps", "QPs one test may use; a test with more is refused, naming this flag.").Default("64").IntVar(&c.maxQPs)
 	cmd.Flag("session-idle", "Longest a kept session may wait for its next run.").Default("5m").DurationVar(&c.sessionIdle)
 	cmd.Flag("log-level", "debug, info, warn or error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
 	cmd.Flag("allow-unauthenticated", "Serve on a network address without a token or client certificates: anyone who connects gets rkeys to this host's registered memory.").BoolVar(&c.allowUnauthenticated)
@@ -99,6 +104,10 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}
+	maxMemory, err := c.checkLimits()
+	if err != nil {
+		return &exitError{exitInvalid, err}
+	}
 	var tlsCfg *tls.Config
 	if c.tls.CertFile != "" || c.tls.KeyFile != "" || c.tls.CAFile != "" {
 		if tlsCfg, err = c.tls.ServerConfig(); err != nil {
@@ -131,6 +140,7 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	srv, err := peer.NewServer(peer.ServerConfig{
 		Device: c.device, Port: c.port, GIDIndex: gid, Token: token,
 		MaxTest: c.maxTest, MaxConcurrent: c.maxConcurrent, MaxSessions: c.maxSessions, MaxIdle: c.sessionIdle, Logger: log,
+		MaxMemory: maxMemory, MaxQPs: c.maxQPs,
 		DialTLS: dialTLS, RelayUnauthenticated: c.allowUnauthenticated,
 	})
 	if err != nil {
@@ -157,6 +167,28 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	served, failed := srv.Stats()
 	log.Info("stopped", "tests", served, "failed", failed)
 	return nil
+}
+
+// checkLimits checks the limits a client cannot exceed and returns
+// --max-memory in bytes. Zero is refused rather than read as "the
+// default" or "none": a responder that allows no memory, no QP, no time
+// or no test serves nothing, and an unlimited one is what the limits are
+// there to prevent.
+func (c *serveCmd) checkLimits() (int64, error) {
+	mem, err := units.ParseBytes(c.maxMemory)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("--max-memory: %w", err)
+	case mem == 0 || mem > 1<<50:
+		return 0, fmt.Errorf("--max-memory %s: want a positive size such as 1GiB", c.maxMemory)
+	case c.maxQPs < 1:
+		return 0, fmt.Errorf("--max-qps %d: want 1 or more", c.maxQPs)
+	case c.maxTest <= 0:
+		return 0, fmt.Errorf("--max-test %v: want a positive duration such as 10m", c.maxTest)
+	case c.maxConcurrent < 1:
+		return 0, fmt.Errorf("--max-concurrent %d: want 1 or more", c.maxConcurrent)
+	}
+	return int64(mem), nil
 }
 
 // reloadOnHangup reads the token file again on each SIGHUP (systemctl

@@ -1,0 +1,105 @@
+package peer
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/units"
+)
+
+// The responder's limits a client cannot exceed. A test that asks for
+// more is refused before any RDMA resource is allocated, with a
+// LimitError naming the limit as the operator sets it: the flags of
+// rdmarun serve, whose ServerConfig fields these are.
+const (
+	limitMemory = "--max-memory"
+	limitQPs    = "--max-qps"
+	limitTest   = "--max-test"
+)
+
+// LimitError is a test refused for asking more than the responder
+// allows. Its text reaches the client word for word, so it names the
+// limit, what the test asked and what is allowed.
+type LimitError struct {
+	Limit   string // the rdmarun serve flag, e.g. "--max-memory"
+	Asked   string // "the test registers 2GiB"
+	Allowed string // "1GiB per test"
+	// Retry: the test would fit once other tests end (the total was
+	// reached, not the per-test limit).
+	Retry bool
+}
+
+func (e *LimitError) Error() string {
+	msg := fmt.Sprintf("responder refused: %s; the responder allows %s (%s)", e.Asked, e.Allowed, e.Limit)
+	if e.Retry {
+		msg += "; retry when they end"
+	}
+	return msg
+}
+
+// admit checks spec against the limits of one test and books its
+// registered memory against the total; release gives the memory back
+// once the endpoint is closed. cfg is the endpoint configuration the
+// test will run with: its RegisteredBytes is what NewEndpoint pins.
+func (s *Server) admit(spec rdma.Test, cfg rdma.EndpointConfig) (release func(), err error) {
+	if d := time.Duration(spec.Duration); d > 0 {
+		// A run holds the responder for its duration, then for as long
+		// as a side may take to drain (the stall deadline) and the
+		// result takes to come back (a step). A test that fits only
+		// without them would be cut off at its end, its result lost:
+		// refuse it now.
+		extra := time.Duration(spec.StallTimeout) + s.cfg.StepTimeout
+		if d+extra > s.cfg.MaxTest {
+			return nil, &LimitError{Limit: limitTest, Asked: fmt.Sprintf("the test runs for %v, plus up to %v to drain and answer", d, extra), Allowed: fmt.Sprintf("%v per test", s.cfg.MaxTest)}
+		}
+	}
+	if spec.QPs > s.cfg.MaxQPs {
+		return nil, &LimitError{Limit: limitQPs, Asked: fmt.Sprintf("the test uses %d QPs", spec.QPs), Allowed: fmt.Sprintf("%d per test", s.cfg.MaxQPs)}
+	}
+	return s.memory.reserve(cfg.RegisteredBytes())
+}
+
+// memoryBudget is the memory registered for tests and kept sessions at
+// once, held from admission until the endpoint is closed.
+type memoryBudget struct {
+	max int64
+
+	mu      sync.Mutex
+	used    int64
+	holders int
+}
+
+func (b *memoryBudget) reserve(n int64) (release func(), err error) {
+	if n > b.max {
+		return nil, &LimitError{Limit: limitMemory, Asked: "the test registers " + sizeText(n), Allowed: sizeText(b.max) + " per test and in total"}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return nil, &LimitError{Limit: limitMemory, Retry: true,
+			Asked:   fmt.Sprintf("the test registers %s and %d tests and kept sessions hold %s", sizeText(n), b.holders, sizeText(b.used)),
+			Allowed: sizeText(b.max) + " in total"}
+	}
+	b.used += n
+	b.holders++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.used -= n
+			b.holders--
+			b.mu.Unlock()
+		})
+	}, nil
+}
+
+// inUse is the memory booked and by how many tests and sessions.
+func (b *memoryBudget) inUse() (int64, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.holders
+}
+
+func sizeText(n int64) string { return units.FormatBytes(uint64(n)) }
