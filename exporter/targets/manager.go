@@ -205,6 +205,7 @@ func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []
 	}
 	// Forgotten only once stopped, or a probe in flight would create the
 	// series again.
+	stopping := time.Now()
 	for _, r := range stopped {
 		<-r.done
 		for _, j := range r.jobs {
@@ -213,10 +214,12 @@ func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []
 			}
 		}
 	}
+	started := 0
 	for name, js := range want {
 		if m.runs[name] != nil {
 			continue
 		}
+		started++
 		// Created here rather than by the scheduler's goroutine, so that
 		// they exist when the caller goes on to serve.
 		for _, j := range js {
@@ -229,5 +232,10 @@ func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []
 			defer close(r.done)
 			m.sched.Run(rctx, js)
 		}()
+	}
+	if len(stopped) > 0 || started > 0 {
+		// How long the stopped ones took says whether a probe in flight
+		// holds back the next change of the set.
+		m.logger.Debug("targets changed", "started", started, "stopped", len(stopped), "probed", len(m.runs), "stopping_took", time.Since(stopping))
 	}
 }
