@@ -158,6 +158,9 @@ func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := c.CheckTargets(c.Targets.Static); err != nil {
 		return err
 	}
+	if err := c.checkStaticBounds(); err != nil {
+		return err
+	}
 	for _, d := range c.Targets.DNS {
 		if err := c.checkModule("dns target", d.Name, d.Module); err != nil {
 			return err

@@ -48,6 +48,8 @@ func TestLoadGood(t *testing.T) {
 			},
 			MaxProbesPerSecond: 5,
 			Jitter:             0.25,
+			MaxPerModule:       500,
+			MaxProbeSeries:     2000,
 		},
 		Responder: Responder{
 			Listen: "127.0.0.1:9999", Device: "rxe0", TokenFile: "testdata/token",
@@ -82,8 +84,8 @@ func TestParseDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", in, err)
 		}
-		if c.Targets.MaxProbesPerSecond != 10 || c.Targets.Jitter != 0.1 {
-			t.Errorf("Parse(%q) targets = %+v, want rate 10, jitter 0.1", in, c.Targets)
+		if c.Targets.MaxProbesPerSecond != 10 || c.Targets.Jitter != 0.1 || c.Targets.MaxPerModule != 1000 || c.Targets.MaxProbeSeries != 5000 {
+			t.Errorf("Parse(%q) targets = %+v, want rate 10, jitter 0.1, max_per_module 1000, max_probe_series 5000", in, c.Targets)
 		}
 		if want := (Responder{Enabled: true, Listen: ":18520"}); c.Responder != want {
 			t.Errorf("Parse(%q) responder = %+v, want %+v", in, c.Responder, want)
@@ -112,6 +114,10 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"tls-client-half", `module "m": tls: cert_file and key_file go together`},
 		{"bandwidth-tx-depth", `module "m": bandwidth: tx_depth -4 must be positive (or 0 for the default)`},
 		{"jitter", `targets: jitter 0.7 is outside 0..0.5`},
+		{"max-per-module", `targets: max_per_module 0 must be at least 1 (the default is 1000)`},
+		{"max-probe-series", `targets: max_probe_series -1 must be at least 1 (the default is 5000)`},
+		{"static-over-max-per-module", `targets: static has 3 targets of module "m", more than targets.max_per_module 2; raise it or list fewer`},
+		{"static-over-max-probe-series", `targets: static makes 4 probe series (a target times its module's specs), more than targets.max_probe_series 3; raise it or list fewer`},
 		{"dns-no-port", `dns target "peers.example": port is required for an A/AAAA name (1..65535); only SRV names (_service._proto.domain) carry their own`},
 		{"static-no-port", `target "n1": address "10.0.0.1" must be host:port (missing port in address)`},
 		{"device-port", `target "n1": device_port 0 is outside 1..255`},

@@ -27,6 +27,14 @@ type Targets struct {
 	// Jitter is the fraction of an interval by which each round is shifted
 	// at random, so that many exporters started together do not probe in step.
 	Jitter float64 `yaml:"jitter"`
+	// MaxPerModule bounds the targets probed with one module, and
+	// MaxProbeSeries the probe series (a target probed with one spec of
+	// its module: 13 series on /metrics each) over all modules: a target
+	// file or DNS name gone wrong must not grow the exporter's memory,
+	// its probes and its scrapes without end. Targets beyond either are
+	// not probed, and are counted and logged.
+	MaxPerModule   int `yaml:"max_per_module"`
+	MaxProbeSeries int `yaml:"max_probe_series"`
 }
 
 // Target is one peer, reached at Address (host:port of its responder).
@@ -66,7 +74,7 @@ const DefaultDevicePort = 1
 
 // The defaults of the targets' keys that are absent.
 var (
-	defaultTargets   = Targets{MaxProbesPerSecond: 10, Jitter: 0.1}
+	defaultTargets   = Targets{MaxProbesPerSecond: 10, Jitter: 0.1, MaxPerModule: 1000, MaxProbeSeries: 5000}
 	defaultTarget    = Target{DevicePort: DefaultDevicePort}
 	defaultDNSTarget = DNSTarget{DevicePort: DefaultDevicePort, Refresh: 30 * time.Second}
 )
@@ -116,6 +124,12 @@ func (t *Targets) UnmarshalYAML(unmarshal func(any) error) error {
 	// Beyond half an interval, shifted rounds of one target could overlap.
 	if !(t.Jitter >= 0 && t.Jitter <= 0.5) {
 		return fmt.Errorf("targets: jitter %v is outside 0..0.5", t.Jitter)
+	}
+	if t.MaxPerModule < 1 {
+		return fmt.Errorf("targets: max_per_module %d must be at least 1 (the default is %d)", t.MaxPerModule, defaultTargets.MaxPerModule)
+	}
+	if t.MaxProbeSeries < 1 {
+		return fmt.Errorf("targets: max_probe_series %d must be at least 1 (the default is %d)", t.MaxProbeSeries, defaultTargets.MaxProbeSeries)
 	}
 	for _, f := range t.Files {
 		if f == "" {

@@ -28,6 +28,7 @@ type Manager struct {
 	metrics     *prober.Metrics
 	disc        *discovery.Metrics
 	meshMetrics *meshMetrics
+	bounds      *boundMetrics
 
 	// applyMu makes Apply and Stop take turns, so one discovery runs at
 	// a time.
@@ -62,7 +63,7 @@ type targetRun struct {
 // from stopping the exporter from serving.
 const firstTargetsWait = 30 * time.Second
 
-// NewManager registers the probe, scheduler, discovery and mesh metrics
+// NewManager registers the probe, scheduler, discovery, mesh and bound metrics
 // on reg. Probes go through tr, from device unless a target names its
 // own; id says which of the targets is this node. Nothing runs before the
 // first Apply.
@@ -77,6 +78,7 @@ func NewManager(reg prometheus.Registerer, tr prober.Transport, device string, i
 		sched:       prober.NewScheduler(reg, tr, metrics, 0, 0, logger),
 		disc:        discovery.NewMetrics(reg),
 		meshMetrics: newMeshMetrics(reg),
+		bounds:      newBoundMetrics(reg),
 		runs:        map[string]*targetRun{},
 	}
 }
@@ -172,12 +174,16 @@ func (m *Manager) waitFirst(ctx context.Context, first <-chan struct{}) {
 	}
 }
 
-// setTargets makes the probes follow a new target set. A target whose
-// jobs are unchanged keeps running undisturbed; the others stop (each
-// within its probe timeout), the series of keys no longer probed are
-// deleted, so that a removed target disappears instead of showing its last
-// values forever, and new targets start with their series at zero.
+// setTargets makes the probes follow a new target set, as much of it as
+// the config's bounds allow (bound). A target whose jobs are unchanged
+// keeps running undisturbed; the others stop (each within its probe
+// timeout), the series of keys no longer probed are deleted, so that a
+// removed target disappears instead of showing its last values forever,
+// and new targets start with their series at zero.
 func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []config.Target, source string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	targets = m.bound(cfg, targets, func(name string) bool { return m.runs[name] != nil })
 	want := make(map[string][]prober.Job, len(targets))
 	keep := map[prober.Key]bool{}
 	for _, t := range targets {
@@ -187,8 +193,6 @@ func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []
 			keep[j.Key] = true
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.source = source
 	var stopped []*targetRun
 	for name, r := range m.runs {
@@ -201,6 +205,7 @@ func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []
 	}
 	// Forgotten only once stopped, or a probe in flight would create the
 	// series again.
+	stopping := time.Now()
 	for _, r := range stopped {
 		<-r.done
 		for _, j := range r.jobs {
@@ -209,10 +214,12 @@ func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []
 			}
 		}
 	}
+	started := 0
 	for name, js := range want {
 		if m.runs[name] != nil {
 			continue
 		}
+		started++
 		// Created here rather than by the scheduler's goroutine, so that
 		// they exist when the caller goes on to serve.
 		for _, j := range js {
@@ -225,5 +232,10 @@ func (m *Manager) setTargets(ctx context.Context, cfg *config.Config, targets []
 			defer close(r.done)
 			m.sched.Run(rctx, js)
 		}()
+	}
+	if len(stopped) > 0 || started > 0 {
+		// How long the stopped ones took says whether a probe in flight
+		// holds back the next change of the set.
+		m.logger.Debug("targets changed", "started", started, "stopped", len(stopped), "probed", len(m.runs), "stopping_took", time.Since(stopping))
 	}
 }
