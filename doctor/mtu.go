@@ -27,8 +27,8 @@ func roceMTU(netdevMTU int) int {
 func checkActiveMTU(t *target) Check {
 	c := t.portCheck("mtu.active", "the port's maximum MTU")
 	if t.env.PortMTU == nil {
-		c.Status, c.Found = CannotTell, "only the verbs interface reports it, and it was not asked"
-		c.Fix = "`rdmarun devices` shows it"
+		c.Status, c.Found = CannotTell, "only the verbs interface reports it, and it was not available (no libibverbs, or a build without cgo)"
+		c.Fix = "`ibv_devinfo -v` shows active_mtu and max_mtu"
 		return c
 	}
 	active, maximum, ok := t.env.PortMTU(t.dev.Name, t.port.Num)
