@@ -65,3 +65,90 @@ func TestFixtures(t *testing.T) {
 		})
 	}
 }
+
+func statusOf(t *testing.T, r Report, name string) Check {
+	t.Helper()
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %s in %v", name, r.Checks)
+	return Check{}
+}
+
+// TestNUMA: the CPUs given are judged against the device's local CPUs;
+// without them the check says where tests should pin.
+func TestNUMA(t *testing.T) {
+	env, err := EnvAt(filepath.Join("testdata", "mlx5-ib"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cpus []int
+		want Status
+	}{{nil, NotApplicable}, {[]int{2, 3}, OK}, {[]int{1, 2}, Fail}} {
+		env.CPUs = tc.cpus
+		c := statusOf(t, Run(env), "numa.node")
+		if c.Status != tc.want {
+			t.Errorf("CPUs %v: %s (%s), want %s", tc.cpus, c.Status, c.Found, tc.want)
+		}
+	}
+}
+
+// TestFilter: --device and --port select what is checked; the host's
+// checks always run.
+func TestFilter(t *testing.T) {
+	env, err := EnvAt(filepath.Join("testdata", "broken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Device = "mlx5_9"
+	r := Run(env)
+	if len(r.Devices) != 0 || len(r.Checks) != 4 {
+		t.Errorf("device mlx5_9: devices %q and %d checks, want none and the host's 4", r.Devices, len(r.Checks))
+	}
+	env.Device, env.Port = "mlx5_0", 1
+	if r := Run(env); len(r.Devices) != 1 || statusOf(t, r, "mtu.netdev").Port != 1 {
+		t.Errorf("port 1: %+v", r)
+	}
+}
+
+// TestMissingRoots: a host whose files are all missing gives cannot_tell
+// or not_applicable, never a failure the host does not have.
+func TestMissingRoots(t *testing.T) {
+	dir := t.TempDir()
+	r := Run(Env{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc"), Dev: filepath.Join(dir, "dev")})
+	if r.Worst() > CannotTell || len(r.Devices) != 0 {
+		t.Errorf("worst %s, devices %q: %+v", r.Worst(), r.Devices, r.Checks)
+	}
+}
+
+// TestMTUWithoutVerbs: without the verbs view the netdev's MTU is judged
+// by what it carries, and the active MTU cannot be told.
+func TestMTUWithoutVerbs(t *testing.T) {
+	env, err := EnvAt(filepath.Join("testdata", "broken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.PortMTU = nil
+	r := Run(env)
+	if c := statusOf(t, r, "mtu.netdev"); c.Status != Warn || c.Found != "ens1f0np0 MTU 1500: RDMA packets of at most 1024 B" {
+		t.Errorf("mtu.netdev = %s %q", c.Status, c.Found)
+	}
+	if c := statusOf(t, r, "mtu.active"); c.Status != CannotTell {
+		t.Errorf("mtu.active = %s", c.Status)
+	}
+}
+
+func TestStatusOrder(t *testing.T) {
+	order := []Status{OK, NotApplicable, CannotTell, Warn, Fail}
+	for i, s := range order {
+		if int(s) != i || s.String() == "unknown" {
+			t.Errorf("status %d is %q", i, s)
+		}
+	}
+	if Status(99).String() != "unknown" {
+		t.Error("an out-of-range status has a name")
+	}
+}
