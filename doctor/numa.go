@@ -11,7 +11,9 @@ import (
 )
 
 // parseCPUList reads the kernel's CPU list format, "0-3,8,10-11", as in
-// local_cpulist and nodeN/cpulist. The empty list is valid.
+// local_cpulist and nodeN/cpulist. The empty list is valid. CPU numbers
+// stop at 65536, far above any kernel's NR_CPUS, so a typo cannot expand
+// into billions of entries.
 func parseCPUList(s string) ([]int, error) {
 	s = strings.TrimSpace(s)
 	var cpus []int
@@ -21,12 +23,12 @@ func parseCPUList(s string) ([]int, error) {
 	for part := range strings.SplitSeq(s, ",") {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 || a > 1<<20 {
+		if err != nil || a < 0 || a > 1<<16 {
 			return nil, fmt.Errorf("CPU list %q: %q is not a CPU number", s, lo)
 		}
 		b := a
 		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b > 1<<20 {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b > 1<<16 {
 				return nil, fmt.Errorf("CPU list %q: %q is not a range", s, part)
 			}
 		}

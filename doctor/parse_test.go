@@ -108,7 +108,7 @@ func TestParseCPUList(t *testing.T) {
 			t.Errorf("parseCPUList(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"a", "3-1", "1-", "-1", "1,,2", "0-99999999"} {
+	for _, bad := range []string{"a", "3-1", "1-", "-1", "1,,2", "0-99999999", "65537"} {
 		if got, err := parseCPUList(bad); err == nil {
 			t.Errorf("parseCPUList(%q) = %v, want an error", bad, got)
 		}
@@ -119,7 +119,7 @@ func TestParseCPUList(t *testing.T) {
 }
 
 func FuzzParseCPUList(f *testing.F) {
-	for _, s := range []string{"0-3,8", "5", "", "3-1", "0-1048576"} {
+	for _, s := range []string{"0-3,8", "5", "", "3-1", "0-65536", "0-65537"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
