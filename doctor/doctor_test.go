@@ -2,9 +2,13 @@ package doctor
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/rdmarun/rdmarun/internal/golden"
 )
@@ -150,5 +154,48 @@ func TestStatusOrder(t *testing.T) {
 	}
 	if Status(99).String() != "unknown" {
 		t.Error("an out-of-range status has a name")
+	}
+}
+
+// TestJSONMatchesSchema: every fixture's JSON is valid under schema.json,
+// which documents the layout for consumers.
+func TestJSONMatchesSchema(t *testing.T) {
+	f, err := os.Open("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fx := range append(fixtures, struct {
+		host   string
+		failed []string
+	}{"none", nil}) {
+		var b bytes.Buffer
+		if err := WriteJSON(&b, runFixture(t, fx.host)); err != nil {
+			t.Fatal(err)
+		}
+		v, err := jsonschema.UnmarshalJSON(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(v); err != nil {
+			t.Errorf("%s: %v", fx.host, err)
+		}
+	}
+	// The schema rejects what it should: an unknown status.
+	bad, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"schema":"rdmarun.doctor/v1","devices":[],"summary":{"ok":0,"not_applicable":0,"cannot_tell":0,"warn":0,"fail":0},"checks":[{"check":"a.b","status":"bad","expected":"","found":""}]}`))
+	if s.Validate(bad) == nil {
+		t.Error("schema accepts status \"bad\"")
 	}
 }
