@@ -11,7 +11,7 @@ import (
 // target is one port being checked, with what its checks share.
 type target struct {
 	env      Env
-	dev      rdma.Device
+	dev      device
 	port     *rdma.Port
 	counters sysfs.Port // counters/ and hw_counters/ only
 	// pci is the device's PCI function directory, or "" for a device on
@@ -46,7 +46,7 @@ func Run(env Env) Report {
 		checkHugepages(env),
 	)
 	root := filepath.Join(env.Sys, "class", "infiniband")
-	devs, err := rdma.ReadSysfsDevices(root)
+	devs, err := readDevices(root)
 	if err != nil {
 		r.Checks = append(r.Checks, Check{Name: "device.list", Status: CannotTell,
 			Expected: "the RDMA devices in " + root, Found: err.Error()})

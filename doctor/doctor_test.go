@@ -199,3 +199,51 @@ func TestJSONMatchesSchema(t *testing.T) {
 		t.Error("schema accepts status \"bad\"")
 	}
 }
+
+// TestUnreadableCounter: a counter the driver answers with garbage is
+// cannot_tell, not a healthy 0 nor a missing counter.
+func TestUnreadableCounter(t *testing.T) {
+	dir := t.TempDir()
+	port := filepath.Join(dir, "sys", "class", "infiniband", "mlx5_0", "ports", "1")
+	for file, content := range map[string]string{
+		"state": "4: ACTIVE\n", "phys_state": "5: LinkUp\n", "link_layer": "InfiniBand\n", "rate": "200 Gb/sec (4X HDR)\n",
+		"counters/link_downed": "garbage\n", "counters/symbol_error": "0\n",
+	} {
+		p := filepath.Join(port, filepath.FromSlash(file))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Run(Env{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc"), Dev: filepath.Join(dir, "dev")})
+	if c := statusOf(t, r, "port.link_downed"); c.Status != CannotTell || !strings.Contains(c.Found, "counters/link_downed") {
+		t.Errorf("port.link_downed = %s %q", c.Status, c.Found)
+	}
+	if c := statusOf(t, r, "port.error_counters"); c.Status != OK {
+		t.Errorf("port.error_counters = %s %q", c.Status, c.Found)
+	}
+}
+
+// TestUnreadableGIDs: a port whose GID table cannot be read is reported
+// on that check; the device is still checked.
+func TestUnreadableGIDs(t *testing.T) {
+	dir := t.TempDir()
+	port := filepath.Join(dir, "sys", "class", "infiniband", "mlx5_0", "ports", "1")
+	if err := os.MkdirAll(port, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, content := range map[string]string{"state": "4: ACTIVE\n", "phys_state": "5: LinkUp\n", "link_layer": "Ethernet\n", "rate": "100 Gb/sec (2X HDR)\n"} {
+		if err := os.WriteFile(filepath.Join(port, file), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := Run(Env{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc"), Dev: filepath.Join(dir, "dev")})
+	if c := statusOf(t, r, "gid.roce_v2_ipv4"); c.Status != CannotTell || c.Found != "gids: no such file or directory" {
+		t.Errorf("gid.roce_v2_ipv4 = %s %q", c.Status, c.Found)
+	}
+	if c := statusOf(t, r, "port.state"); c.Status != OK || len(r.Devices) != 1 {
+		t.Errorf("port.state = %s, devices %q", c.Status, r.Devices)
+	}
+}

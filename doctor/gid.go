@@ -11,6 +11,10 @@ import (
 // the chooser tests use (rdma.Port.SelectGID).
 func checkGID(t *target) Check {
 	c := t.portCheck("gid.roce_v2_ipv4", "a RoCE v2 GID of an IPv4 address, chosen by gid_index auto")
+	if err := t.dev.gidErrs[t.port.Num]; err != nil {
+		c.Status, c.Found = CannotTell, "gids: "+err.Error()
+		return c
+	}
 	if !t.roce() {
 		c.Expected = "a populated GID"
 		c.Status, c.Found = NotApplicable, "InfiniBand: tests address the port by LID and GID index 0"

@@ -69,6 +69,10 @@ var errorCounters = []string{"symbol_error", "link_error_recovery", "local_link_
 
 func checkLinkDowned(t *target) Check {
 	c := t.portCheck("port.link_downed", "0 since the counters were reset")
+	if err := firstErr(t.counters.Err("counters"), t.counters.Err("counters/link_downed"), t.counters.Err("hw_counters/link_downed")); err != nil {
+		c.Status, c.Found = CannotTell, err.Error()
+		return c
+	}
 	v, ok := t.counters.Counters["link_downed"]
 	if !ok {
 		v, ok = t.counters.HWCounters["link_downed"]
@@ -90,6 +94,10 @@ func checkLinkDowned(t *target) Check {
 
 func checkErrorCounters(t *target) Check {
 	c := t.portCheck("port.error_counters", "0 in "+strings.Join(errorCounters, ", "))
+	if err := t.counters.Err("counters"); err != nil {
+		c.Status, c.Found = CannotTell, err.Error()
+		return c
+	}
 	if len(t.counters.Counters) == 0 {
 		c.Status, c.Found = NotApplicable, "the port has no counters/ (soft-RoCE, or a driver without the PMA)"
 		return c

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/sysfs"
 )
 
 // doctorCmd runs the host's checks (package doctor) and exits 1 when one
@@ -60,8 +62,8 @@ func (c *doctorCmd) run(stdout io.Writer) error {
 	env.Device, env.Port = c.device, c.port
 	r := doctor.Run(env)
 	if len(r.Devices) == 0 && c.device != "" {
-		if all := doctor.Run(doctor.Env{Sys: env.Sys, Proc: env.Proc, Dev: env.Dev}); len(all.Devices) > 0 {
-			return &exitError{exitInvalid, fmt.Errorf("no RDMA device %s; devices: %s", c.device, strings.Join(all.Devices, ", "))}
+		if all, _ := sysfs.DeviceNames(filepath.Join(env.Sys, "class", "infiniband")); len(all) > 0 {
+			return &exitError{exitInvalid, fmt.Errorf("no RDMA device %s; devices: %s", c.device, strings.Join(all, ", "))}
 		}
 	}
 	if c.port != 0 && len(r.Devices) > 0 && !hasPort(r, c.port) {
