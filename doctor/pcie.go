@@ -158,9 +158,10 @@ func checkPCIeBandwidth(t *target) Check {
 	return c
 }
 
-// checkMaxReadReq: MaxReadReq lives in the PCIe capability's Device
-// Control register, in configuration space, which sysfs shows only as
-// the binary config file (its first 64 bytes to non-root users).
+// checkMaxReadReq reads Max_Read_Request_Size from the PCI Express
+// capability in the function's configuration space (the config file),
+// which only root reads past its header. The NIC's reads of host memory
+// (RDMA read responses, send data) go in requests of at most this size.
 func checkMaxReadReq(t *target) Check {
 	c := t.deviceCheck("pcie.max_read_request", "4096 bytes, as RDMA NICs are tuned")
 	if t.pci == "" {
@@ -171,7 +172,24 @@ func checkMaxReadReq(t *target) Check {
 	if p, err := os.Readlink(t.pci); err == nil {
 		bdf = filepath.Base(p)
 	}
-	c.Status, c.Found = CannotTell, "in PCI configuration space, not in a sysfs attribute"
-	c.Fix = fmt.Sprintf("`lspci -vvv -s %s | grep MaxReadReq`; a smaller value costs bandwidth on RDMA reads", bdf)
+	lspci := fmt.Sprintf("`lspci -vvv -s %s | grep MaxReadReq`", bdf)
+	config, err := os.ReadFile(filepath.Join(t.pci, "config"))
+	if err != nil {
+		c.Status, c.Found, c.Fix = CannotTell, "config: "+why(err), lspci
+		return c
+	}
+	mrrs, err := maxReadRequest(config)
+	if err != nil {
+		c.Status, c.Found, c.Fix = CannotTell, err.Error(), "run as root, or "+lspci
+		return c
+	}
+	c.Found = fmt.Sprintf("%d bytes", mrrs)
+	if mrrs >= 4096 {
+		c.Status = OK
+		return c
+	}
+	c.Status = Warn
+	c.Cost = fmt.Sprintf("the NIC fetches host memory in %d-byte requests: lower bandwidth for large sends and RDMA read responses", mrrs)
+	c.Fix = fmt.Sprintf("raise it to 4096: setpci -s %s CAP_EXP+8.w, bits 14:12 = 5 (check %s first, and the vendor's tuning guide)", bdf, lspci)
 	return c
 }
