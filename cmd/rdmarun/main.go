@@ -43,6 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	srv := newServeCmd(app)
 	scRun, scValidate := newScenarioCmds(app)
 	tok := newTokenCmd(app)
+	doc := newDoctorCmd(app)
 
 	app.Command("version", "Print the version.")
 
@@ -67,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = scValidate.validate(stdout)
 	case "token":
 		err = tok.run(stdout)
+	case "doctor":
+		err = doc.run(stdout)
 	case "version":
 		fmt.Fprintf(stdout, "rdmarun %s\n", version)
 	}

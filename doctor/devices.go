@@ -1,0 +1,62 @@
+package doctor
+
+import (
+	"errors"
+
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/sysfs"
+)
+
+// device is an RDMA device as the checks see it.
+type device struct {
+	rdma.Device
+	// gidErrs holds, by port number, why a port's GID table could not be
+	// read. rdma.ReadSysfsDevices fails the whole listing on one such
+	// port, since the verbs core could not choose a GID on it; the
+	// doctor reports it on that port and checks everything else.
+	gidErrs map[int]error
+}
+
+// readDevices reads every device under root (the infiniband class) with
+// its GID tables, in the rdma package's view, which SelectGID needs.
+func readDevices(root string) ([]device, error) {
+	sds, err := sysfs.ReadDevices(root, sysfs.Attributes|sysfs.GIDs)
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]device, 0, len(sds))
+	for _, sd := range sds {
+		d := device{
+			Device: rdma.Device{Name: sd.Name, Driver: sd.Driver, Parent: sd.Parent,
+				NodeGUID: sd.NodeGUID, NodeType: sd.NodeType, FWVer: sd.FWVer},
+			gidErrs: map[int]error{},
+		}
+		for _, sp := range sd.Ports {
+			if err := sp.Err("gids"); err != nil {
+				d.gidErrs[sp.Num] = errors.Unwrap(err)
+			}
+			p := rdma.Port{Num: sp.Num, State: sp.State.Name, PhysState: sp.PhysState.Name,
+				LinkLayer: sp.LinkLayer, RateGbps: sp.RateGbps, RateText: sp.RateText, LID: sp.LID}
+			for _, g := range sp.GIDs {
+				p.GIDs = append(p.GIDs, rdma.GID{Index: g.Index, GID: rdma.GIDAddr(g.GID),
+					Type: gidType(g.RoCEv2, sp.LinkLayer), Netdev: g.Netdev})
+			}
+			d.Ports = append(d.Ports, p)
+		}
+		devs = append(devs, d)
+	}
+	return devs, nil
+}
+
+// gidType names an entry as the rdma package does: sysfs calls
+// InfiniBand and RoCE v1 entries alike, and the link layer tells them
+// apart.
+func gidType(roceV2 bool, linkLayer string) rdma.GIDType {
+	switch {
+	case roceV2:
+		return rdma.GIDTypeRoCEv2
+	case linkLayer == "InfiniBand":
+		return rdma.GIDTypeIB
+	}
+	return rdma.GIDTypeRoCEv1
+}
