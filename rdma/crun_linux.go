@@ -101,14 +101,11 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 			w.ch = e.chans[t%len(e.chans)]
 		}
 		if spec.Measure == MeasureLatency && s.role&RoleSend != 0 {
-			if p, err = c.calloc(C.RR_HIST_BUCKETS, 8); err != nil {
+			b, err := e.latencyBuffers(t)
+			if err != nil {
 				return nil, err
 			}
-			w.hist = (*C.uint64_t)(p)
-			if p, err = c.calloc(C.RR_SAMPLE_BATCH, 8); err != nil {
-				return nil, err
-			}
-			w.samples = (*C.uint64_t)(p)
+			w.hist, w.samples = b.hist, b.samples
 		}
 		var mine []int
 		for i := t; i < spec.QPs; i += spec.Threads {
@@ -194,4 +191,61 @@ func (s *SideRun) error() error {
 		return &StallError{Waited: time.Duration(s.spec.StallTimeout), Waiting: what, Device: dev, Iteration: uint64(w.fail_iter)}
 	}
 	return fmt.Errorf("rdma: run failed with unknown code %d", int(w.fail))
+}
+
+// latencyBuffers are one latency worker's histogram and sample batch, in
+// C memory kept with the endpoint from run to run. A fresh quarter-MiB
+// histogram per run was a calloc and a memset per probe; a run touches a
+// few dozen buckets, and Result zeroes just those.
+type latencyBuffers struct {
+	hist    *C.uint64_t
+	samples *C.uint64_t
+	// dirty: a run may have counted into hist without Result zeroing
+	// it (it failed, or nobody asked), so the next run clears it whole.
+	dirty bool
+}
+
+// latencyBuffers returns worker t's buffers, allocated on first use and
+// clean, and marks them in use.
+func (e *Endpoint) latencyBuffers(t int) (*latencyBuffers, error) {
+	for len(e.lat) <= t {
+		e.lat = append(e.lat, &latencyBuffers{})
+	}
+	b := e.lat[t]
+	if b.hist == nil {
+		h := C.calloc(C.RR_HIST_BUCKETS, 8)
+		smp := C.calloc(C.RR_SAMPLE_BATCH, 8)
+		if h == nil || smp == nil {
+			C.free(h)
+			C.free(smp)
+			return nil, fmt.Errorf("rdma: allocating the latency histogram: %w", syscall.ENOMEM)
+		}
+		b.hist, b.samples = (*C.uint64_t)(h), (*C.uint64_t)(smp)
+	} else if b.dirty {
+		C.memset(unsafe.Pointer(b.hist), 0, C.RR_HIST_BUCKETS*8)
+	}
+	b.dirty = true
+	return b, nil
+}
+
+// takeHistogram lists the non-empty buckets of worker t's histogram and
+// zeroes them, leaving the buffer clean for the next run.
+func (e *Endpoint) takeHistogram(t int) []bucketCount {
+	b := e.lat[t]
+	dense := unsafe.Slice((*uint64)(unsafe.Pointer(b.hist)), C.RR_HIST_BUCKETS)
+	bs := nonEmpty(dense)
+	for _, x := range bs {
+		dense[x.idx] = 0
+	}
+	b.dirty = false
+	return bs
+}
+
+// freeLatencyBuffers frees what latencyBuffers allocated.
+func (e *Endpoint) freeLatencyBuffers() {
+	for _, b := range e.lat {
+		C.free(unsafe.Pointer(b.hist))
+		C.free(unsafe.Pointer(b.samples))
+	}
+	e.lat = nil
 }

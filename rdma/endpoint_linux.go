@@ -43,6 +43,7 @@ type Endpoint struct {
 	// recvLeft counts, per QP, the receives a finished run left posted;
 	// the next run on the same QPs tops up to its rx_depth from there.
 	recvLeft []uint64
+	lat      []*latencyBuffers
 	// wake is the event-mode runs' wake_fd (see rr_run), made by the
 	// first such run and kept to Close: a prober runs every few seconds,
 	// and an eventfd per run is two system calls it need not pay.
@@ -317,6 +318,7 @@ func (e *Endpoint) Close() error {
 		errs = append(errs, unix.Close(e.wake))
 		e.wake = -1
 	}
+	e.freeLatencyBuffers()
 	for _, qp := range e.qps {
 		errs = append(errs, rcErr("ibv_destroy_qp", e.cfg.Device, C.ibv_destroy_qp(qp)))
 	}

@@ -15,7 +15,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/rdmarun/rdmarun/portstats"
 	"golang.org/x/sys/unix"
@@ -43,6 +42,9 @@ type SideRun struct {
 	started atomic.Bool
 	rc      C.int
 	ended   sync.Once
+	// hist is the latency histogram's non-empty buckets, taken out of
+	// the endpoint's buffers once the workers are done.
+	hist []bucketCount
 	// sendersFinished is closed when every sender of this side has
 	// finished; the C side wakes it through an eventfd, so nothing polls.
 	sendersFinished chan struct{}
@@ -196,6 +198,11 @@ func (s *SideRun) Result() (*SideResult, error) {
 	<-s.exited
 	s.ended.Do(func() {
 		s.cpu = s.span.Stop()
+		for t, w := range s.ws {
+			if w.hist != nil {
+				s.hist = mergeBuckets(s.hist, s.e.takeHistogram(t))
+			}
+		}
 		if !s.e.cfg.SkipPortCounters {
 			s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
 		}
@@ -214,6 +221,7 @@ func (s *SideRun) Result() (*SideResult, error) {
 		Counters: portstats.Delta(s.before, s.after).NonZero(),
 	}
 	r.lat.min = math.MaxUint64
+	r.hist = s.hist
 	for _, q := range s.qio {
 		r.QPs = append(r.QPs, QPCounts{
 			Posted: uint64(q.posted), Completed: uint64(q.completed), Received: uint64(q.received),
@@ -230,7 +238,6 @@ func (s *SideRun) Result() (*SideResult, error) {
 		if w.hist == nil {
 			continue
 		}
-		r.hist = mergeBuckets(r.hist, nonEmpty(unsafe.Slice((*uint64)(unsafe.Pointer(w.hist)), C.RR_HIST_BUCKETS)))
 		r.lat.n += uint64(w.n)
 		r.lat.sum += uint64(w.sum)
 		r.lat.sumsq += float64(w.sumsq)
