@@ -433,6 +433,7 @@ func TestPromtoolDaemonMetrics(t *testing.T) {
 		"rdma_probe_latency_seconds_bucket{", "rdma_probes_total{", "rdma_probe_completion_errors_total{",
 		"rdmarun_exporter_config_last_reload_successful ", "rdmarun_exporter_scheduler_lag_seconds",
 		"rdmarun_port_collector_errors ", "rdmarun_exporter_build_info{", "go_goroutines ", "process_start_time_seconds ",
+		"rdmarun_exporter_targets_over_limit{",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
