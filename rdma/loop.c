@@ -623,6 +623,15 @@ static int lat_responder(struct rr_worker *w)
 		if (rc)
 			return -1;
 	}
+	// Every answer was signaled; reap the last ones before returning. A
+	// session kept for another run keeps its CQs, and a completion left
+	// in one would be counted by the next run, whose counts start at
+	// zero: its completed would pass its posted and its window would
+	// never open again. The requester has every answer already, so
+	// their ACKs are on their way.
+	for (int k = 0; k < w->nq; k++)
+		if (wait_q(w, &w->q[k], WANT_SEND, w->q[k].posted, 0))
+			return -1;
 	return 0;
 }
 
