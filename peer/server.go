@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -80,6 +81,9 @@ type Server struct {
 	mu     sync.Mutex
 	served int
 	failed int
+	// doctorHost replaces this host for doctor requests (tests).
+	doctorHost func() doctor.Env
+
 	// ends holds, for each test holding a slot, when it is expected to
 	// give it up: what a busy answer's retry hint is made of.
 	ends map[*slot]time.Time
@@ -255,8 +259,10 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		return fmt.Errorf("reading the spec: %w", err)
 	case kind == ctrl.KindRelay:
 		return s.serveRelay(ctx, c, payload, log, fail)
+	case kind == ctrl.KindDoctor:
+		return s.serveDoctor(ctx, c, payload, fail)
 	case kind != ctrl.KindSpec:
-		return fail(fmt.Errorf("got %s as the first request, want spec or relay", kind))
+		return fail(fmt.Errorf("got %s as the first request, want spec, relay or doctor", kind))
 	}
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return fail(fmt.Errorf("the spec message does not decode: %w", err))
