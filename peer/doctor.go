@@ -134,11 +134,11 @@ func (s *Server) serveDoctor(ctx context.Context, c *ctrl.Conn, payload json.Raw
 	return nil
 }
 
-// doctorEnv is the host the doctor looks at: this one, with the ports'
-// MTUs from verbs when it can be asked. Tests replace it.
+// doctorEnv is the host the doctor looks at: ServerConfig.DoctorEnv's,
+// else this one with the ports' MTUs from verbs when it can be asked.
 func (s *Server) doctorEnv() doctor.Env {
-	if s.doctorHost != nil {
-		return s.doctorHost()
+	if s.cfg.DoctorEnv != nil {
+		return s.cfg.DoctorEnv()
 	}
 	env := doctor.HostEnv()
 	if devs, err := rdma.Devices(); err == nil {

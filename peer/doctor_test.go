@@ -22,11 +22,11 @@ func startDoctorServer(t *testing.T, cfg ServerConfig, fixture string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.DoctorEnv = func() doctor.Env { return env }
 	srv, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.doctorHost = func() doctor.Env { return env }
 	ln, err := ctrl.Listen("127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -60,6 +60,10 @@ type ServerConfig struct {
 	// its behalf. Without it such relays are served only to loopback
 	// clients: a responder must not be a way to reach arbitrary addresses.
 	RelayUnauthenticated bool
+	// DoctorEnv is the host a doctor request looks at; nil means this
+	// one (doctor.HostEnv, with the ports' MTUs from verbs). Tests give
+	// a saved host's files.
+	DoctorEnv func() doctor.Env
 }
 
 // Server is a responder. It serves any number of tests over its lifetime,
@@ -81,9 +85,6 @@ type Server struct {
 	mu     sync.Mutex
 	served int
 	failed int
-	// doctorHost replaces this host for doctor requests (tests).
-	doctorHost func() doctor.Env
-
 	// ends holds, for each test holding a slot, when it is expected to
 	// give it up: what a busy answer's retry hint is made of.
 	ends map[*slot]time.Time
