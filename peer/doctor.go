@@ -95,7 +95,7 @@ func olderDoctor(addr string, err error) error {
 	var re *ctrl.RemoteError
 	switch {
 	case errors.As(err, &re) && (strings.Contains(re.Msg, ctrl.ErrUnknownKind.Error()) || strings.Contains(re.Msg, "want spec or relay")):
-		return fmt.Errorf("the responder at %s is older than the doctor request; upgrade it (it answered: %s))", addr, re.Msg)
+		return fmt.Errorf("the responder at %s is older than the doctor request; upgrade it (it answered: %s)", addr, re.Msg)
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
 		return fmt.Errorf("the responder at %s closed the connection on the doctor request, as a release older than the request does; upgrade it: %w", addr, err)
 	}
