@@ -3,6 +3,7 @@ package peer
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -13,10 +14,16 @@ import (
 
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/doctor"
+	"github.com/rdmarun/rdmarun/internal/testcert"
 )
 
 // startDoctorServer serves doctor requests from a saved host's files.
 func startDoctorServer(t *testing.T, cfg ServerConfig, fixture string) string {
+	t.Helper()
+	return startDoctorServerTLS(t, cfg, fixture, nil)
+}
+
+func startDoctorServerTLS(t *testing.T, cfg ServerConfig, fixture string, tlsCfg *tls.Config) string {
 	t.Helper()
 	env, err := doctor.EnvAt("../doctor/testdata/" + fixture)
 	if err != nil {
@@ -27,7 +34,7 @@ func startDoctorServer(t *testing.T, cfg ServerConfig, fixture string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := ctrl.Listen("127.0.0.1:0", nil)
+	ln, err := ctrl.Listen("127.0.0.1:0", tlsCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +88,34 @@ func TestDoctorRequest(t *testing.T) {
 	_, err = Doctor(ctx, ClientConfig{Addr: addr, Token: "other"}, "", 0)
 	if !errors.Is(err, ErrUnreachable) || !errors.Is(err, ctrl.ErrAuth) {
 		t.Errorf("a wrong token: %v, want an unreachable responder refusing authentication", err)
+	}
+}
+
+// Over TLS the request goes as a test does: the client must trust the
+// responder's certificate, and the token still counts.
+func TestDoctorTLS(t *testing.T) {
+	cert, key := testcert.Write(t, "127.0.0.1")
+	srvTLS, err := ctrl.TLSConfig{CertFile: cert, KeyFile: key}.ServerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliTLS, err := ctrl.TLSConfig{CAFile: cert}.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startDoctorServerTLS(t, ServerConfig{Token: "fleet"}, "mlx5-roce", srvTLS)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	far, err := Doctor(ctx, ClientConfig{Addr: addr, Token: "fleet", TLS: cliTLS}, "", 0)
+	if err != nil || len(far.Report.Devices) != 1 {
+		t.Fatalf("over TLS: %v", err)
+	}
+	if _, err := Doctor(ctx, ClientConfig{Addr: addr, Token: "fleet"}, "", 0); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("a plain client to a TLS responder: %v, want it refused before the request", err)
+	}
+	if _, err := Doctor(ctx, ClientConfig{Addr: addr, TLS: cliTLS}, "", 0); !errors.Is(err, ctrl.ErrAuth) {
+		t.Errorf("TLS without the token: %v, want the token refused", err)
 	}
 }
 
