@@ -72,9 +72,11 @@ func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*Fa
 	}
 	defer c.Close()
 
-	// One step for the request and the answer: the responder reads
-	// files, it does not test.
-	rctx, rcancel := context.WithTimeout(ctx, step)
+	// The answer is bounded by doctorSteps steps, not one: the
+	// responder reads its host (every port's GID table, through sysfs
+	// and verbs), which takes seconds on a loaded or emulated host. An
+	// older responder answers at once, so only a silent one waits.
+	rctx, rcancel := context.WithTimeout(ctx, doctorSteps*step)
 	defer rcancel()
 	var ans doctorReportMsg
 	err = c.Send(rctx, ctrl.KindDoctor, doctorMsg{Device: device, Port: port})
@@ -87,6 +89,12 @@ func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*Fa
 	_ = c.Send(rctx, ctrl.KindBye, nil) // a courtesy: the responder waits a step for it at most
 	return &FarReport{Addr: addr, Report: ans.Report, MTUs: ans.MTUs}, nil
 }
+
+// doctorSteps is how many control steps a responder has to run its
+// doctor and answer. Measured in the testbed VM (soft-RoCE under
+// emulation, two cores shared with other VMs): 4 to over 10 s, so one
+// 10 s step is too tight and six leave room.
+const doctorSteps = 6
 
 // olderDoctor explains the answers of a responder that predates the
 // doctor request: builds with the relay kinds answer an unknown kind

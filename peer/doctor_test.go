@@ -177,7 +177,8 @@ func TestDoctorOlderResponder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := fakeResponder(t, tc.answer)
-			// The step (500 ms) must end the wait, long before ctx.
+			// The step (500 ms, so at most 3 s for the answer) must
+			// end the wait, long before ctx.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			start := time.Now()
