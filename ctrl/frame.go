@@ -57,26 +57,34 @@ const (
 	KindRelay
 	KindRelayOK
 	KindRelayResult
+	// KindDoctor asks a responder for its doctor's report on its own
+	// host (rdmarun doctor --peer) instead of a test; KindDoctorReport
+	// answers it. Added within version 1 as the relay kinds were: a
+	// responder without them answers with an error naming the kind.
+	KindDoctor
+	KindDoctorReport
 	kindEnd // one past the last kind; not a kind
 )
 
 var kindNames = [...]string{
-	KindHello:       "hello",
-	KindError:       "error",
-	KindChallenge:   "challenge",
-	KindAuth:        "auth",
-	KindAuthOK:      "auth-ok",
-	KindSpec:        "spec",
-	KindSpecOK:      "spec-ok",
-	KindEndpoints:   "endpoints",
-	KindReady:       "ready",
-	KindStart:       "start",
-	KindResult:      "result",
-	KindBye:         "bye",
-	KindDone:        "done",
-	KindRelay:       "relay",
-	KindRelayOK:     "relay-ok",
-	KindRelayResult: "relay-result",
+	KindHello:        "hello",
+	KindError:        "error",
+	KindChallenge:    "challenge",
+	KindAuth:         "auth",
+	KindAuthOK:       "auth-ok",
+	KindSpec:         "spec",
+	KindSpecOK:       "spec-ok",
+	KindEndpoints:    "endpoints",
+	KindReady:        "ready",
+	KindStart:        "start",
+	KindResult:       "result",
+	KindBye:          "bye",
+	KindDone:         "done",
+	KindRelay:        "relay",
+	KindRelayOK:      "relay-ok",
+	KindRelayResult:  "relay-result",
+	KindDoctor:       "doctor",
+	KindDoctorReport: "doctor-report",
 }
 
 func (k Kind) String() string {

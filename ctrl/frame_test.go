@@ -163,6 +163,9 @@ func TestKindNumbers(t *testing.T) {
 	if KindDone != 13 || KindRelay != 14 || KindRelayOK != 15 || KindRelayResult != 16 {
 		t.Errorf("done, relay, relay-ok, relay-result are %d %d %d %d, want 13 14 15 16", KindDone, KindRelay, KindRelayOK, KindRelayResult)
 	}
+	if KindDoctor != 17 || KindDoctorReport != 18 {
+		t.Errorf("doctor, doctor-report are %d %d, want 17 18", KindDoctor, KindDoctorReport)
+	}
 }
 
 func TestKindString(t *testing.T) {
@@ -171,7 +174,8 @@ func TestKindString(t *testing.T) {
 		KindAuthOK: "auth-ok", KindSpec: "spec", KindSpecOK: "spec-ok", KindEndpoints: "endpoints",
 		KindReady: "ready", KindStart: "start", KindResult: "result", KindBye: "bye", KindDone: "done",
 		KindRelay: "relay", KindRelayOK: "relay-ok", KindRelayResult: "relay-result",
-		0: "kind(0)", kindEnd: "kind(17)", 65535: "kind(65535)",
+		KindDoctor: "doctor", KindDoctorReport: "doctor-report",
+		0: "kind(0)", kindEnd: "kind(19)", 65535: "kind(65535)",
 	} {
 		if got := k.String(); got != want {
 			t.Errorf("Kind(%d).String() = %q, want %q", uint16(k), got, want)

@@ -227,7 +227,7 @@ func TestResponderWrongFirstRequest(t *testing.T) {
 	}
 	err := c.Recv(ctx, ctrl.KindSpecOK, nil)
 	var re *ctrl.RemoteError
-	if !errors.As(err, &re) || re.Msg != "got ready as the first request, want spec or relay" {
+	if !errors.As(err, &re) || re.Msg != "got ready as the first request, want spec, relay or doctor" {
 		t.Errorf("ready first: %v", err)
 	}
 }

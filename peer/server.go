@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -59,6 +60,10 @@ type ServerConfig struct {
 	// its behalf. Without it such relays are served only to loopback
 	// clients: a responder must not be a way to reach arbitrary addresses.
 	RelayUnauthenticated bool
+	// DoctorEnv is the host a doctor request looks at; nil means this
+	// one (doctor.HostEnv, with the ports' MTUs from verbs). Tests give
+	// a saved host's files.
+	DoctorEnv func() doctor.Env
 }
 
 // Server is a responder. It serves any number of tests over its lifetime,
@@ -255,8 +260,10 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		return fmt.Errorf("reading the spec: %w", err)
 	case kind == ctrl.KindRelay:
 		return s.serveRelay(ctx, c, payload, log, fail)
+	case kind == ctrl.KindDoctor:
+		return s.serveDoctor(ctx, c, payload, fail)
 	case kind != ctrl.KindSpec:
-		return fail(fmt.Errorf("got %s as the first request, want spec or relay", kind))
+		return fail(fmt.Errorf("got %s as the first request, want spec, relay or doctor", kind))
 	}
 	if err := json.Unmarshal(payload, &req); err != nil {
 		return fail(fmt.Errorf("the spec message does not decode: %w", err))

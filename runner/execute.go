@@ -86,6 +86,7 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 	}
 	rep.Finished = time.Now()
 	rep.Tally()
+	diagnose(ctx, rep, target)
 	return rep, nil
 }
 

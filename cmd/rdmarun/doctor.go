@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +11,9 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/doctor"
+	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/sysfs"
 )
@@ -24,6 +28,12 @@ type doctorCmd struct {
 	// root reads a host saved as doctor.EnvAt describes instead of this
 	// one: for tests and for looking at another host's files.
 	root string
+	// peer is a responder (rdmarun serve) whose host's checks are
+	// fetched and whose MTUs mtu.peer compares with this host's.
+	peer       string
+	peerDevice string
+	tokenFile  string
+	tls        ctrl.TLSConfig
 }
 
 func newDoctorCmd(app *kingpin.Application) *doctorCmd {
@@ -33,6 +43,12 @@ func newDoctorCmd(app *kingpin.Application) *doctorCmd {
 	cmd.Flag("port", "Check only this port.").IntVar(&c.port)
 	cmd.Flag("cpus", "The CPUs tests will pin to, e.g. 0-3,8: checked against the device's NUMA node.").StringVar(&c.cpus)
 	cmd.Flag("json", "Print JSON instead of a table.").BoolVar(&c.asJSON)
+	cmd.Flag("peer", "HOST[:PORT] of an rdmarun serve: check that host too and compare the MTUs of both ends (mtu.peer).").StringVar(&c.peer)
+	cmd.Flag("peer-device", "The far end's device (default: its --device).").StringVar(&c.peerDevice)
+	addTokenFlag(cmd, &c.tokenFile)
+	cmd.Flag("tls-ca", "Connect to --peer with TLS, trusting this CA (PEM).").StringVar(&c.tls.CAFile)
+	cmd.Flag("tls-cert", "Client certificate for TLS (PEM).").StringVar(&c.tls.CertFile)
+	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&c.tls.KeyFile)
 	cmd.Flag("root", "Read a saved host's files under this directory instead of this host's.").Hidden().StringVar(&c.root)
 	return c
 }
@@ -69,28 +85,109 @@ func (c *doctorCmd) run(stdout io.Writer) error {
 	if c.port != 0 && len(r.Devices) > 0 && !hasPort(r, c.port) {
 		return &exitError{exitInvalid, fmt.Errorf("no port %d on %s; run rdmarun devices to list ports", c.port, strings.Join(r.Devices, ", "))}
 	}
-	var err error
-	if c.asJSON {
-		err = doctor.WriteJSON(stdout, r)
-	} else {
-		err = doctor.WriteText(stdout, r)
+	if c.peer == "" || len(r.Devices) == 0 {
+		if err := writeReport(stdout, r, c.asJSON); err != nil {
+			return err
+		}
+		if len(r.Devices) == 0 {
+			return environmentError(rdma.ErrNoDevice)
+		}
+		return failedChecks(r, nil, "")
 	}
+	far, err := c.fetchPeer()
 	if err != nil {
 		return err
 	}
-	if len(r.Devices) == 0 {
-		return environmentError(rdma.ErrNoDevice)
+	r.SetPeerMTU(doctor.MTUs(env), far.MTUs[0], c.peer)
+	if err := c.writeBoth(stdout, r, far); err != nil {
+		return err
 	}
-	if r.Failed() {
-		var failed []string
-		for _, ch := range r.Checks {
-			if ch.Status == doctor.Fail {
-				failed = append(failed, ch.Name)
-			}
+	return failedChecks(r, &far.Report, c.peer)
+}
+
+// fetchPeer asks --peer for its host's checks; a far end without a
+// device, or one that cannot be asked, is the environment's failure.
+func (c *doctorCmd) fetchPeer() (*peer.FarReport, error) {
+	token, err := readToken(c.tokenFile)
+	if err != nil {
+		return nil, &exitError{exitInvalid, err}
+	}
+	cfg := peer.ClientConfig{Addr: c.peer, Token: token}
+	if c.tls != (ctrl.TLSConfig{}) {
+		if cfg.TLS, err = c.tls.ClientConfig(); err != nil {
+			return nil, &exitError{exitInvalid, err}
 		}
-		return &exitError{exitFailed, errors.New("failed checks: " + strings.Join(failed, ", "))}
 	}
-	return nil
+	far, err := peer.Doctor(context.Background(), cfg, c.peerDevice, 0)
+	if err != nil {
+		return nil, &exitError{exitEnvironment, err}
+	}
+	if len(far.MTUs) == 0 {
+		return nil, &exitError{exitEnvironment, fmt.Errorf("the far end %s found no RDMA device to compare with", c.peer)}
+	}
+	return far, nil
+}
+
+// writeBoth prints this host's report, then the far end's under its
+// name; as JSON, both reports in one object.
+func (c *doctorCmd) writeBoth(w io.Writer, local doctor.Report, far *peer.FarReport) error {
+	if c.asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		type farJSON struct {
+			Host   string        `json:"host"`
+			Report doctor.Report `json:"report"`
+		}
+		return enc.Encode(struct {
+			Local doctor.Report `json:"local"`
+			Peer  farJSON       `json:"peer"`
+		}{local, farJSON{c.peer, far.Report}})
+	}
+	if _, err := fmt.Fprintln(w, "== this host"); err != nil {
+		return err
+	}
+	if err := doctor.WriteText(w, local); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "\n== far end %s (%s)\n", c.peer, strings.Join(far.Report.Devices, ", ")); err != nil {
+		return err
+	}
+	return doctor.WriteText(w, far.Report)
+}
+
+func writeReport(w io.Writer, r doctor.Report, asJSON bool) error {
+	if asJSON {
+		return doctor.WriteJSON(w, r)
+	}
+	return doctor.WriteText(w, r)
+}
+
+// failedChecks is the exit for this host's report and the far end's
+// (nil without --peer, named peer): 1 naming every failed check, or nil.
+func failedChecks(local doctor.Report, far *doctor.Report, peer string) error {
+	var parts []string
+	if names := failedNames(local); names != "" {
+		parts = append(parts, "failed checks: "+names)
+	}
+	if far != nil {
+		if names := failedNames(*far); names != "" {
+			parts = append(parts, "failed checks on "+peer+": "+names)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &exitError{exitFailed, errors.New(strings.Join(parts, "; "))}
+}
+
+func failedNames(r doctor.Report) string {
+	var failed []string
+	for _, ch := range r.Checks {
+		if ch.Status == doctor.Fail {
+			failed = append(failed, ch.Name)
+		}
+	}
+	return strings.Join(failed, ", ")
 }
 
 func hasPort(r doctor.Report, port int) bool {

@@ -139,10 +139,11 @@ func tick(y float64) string {
 }
 
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"size": func(n int) string { return units.FormatBytes(uint64(n)) },
-	"us":   func(ns float64) string { return units.Micros(ns) },
-	"vals": valuesText,
-	"pair": pairText,
+	"size":  func(n int) string { return units.FormatBytes(uint64(n)) },
+	"us":    func(ns float64) string { return units.Micros(ns) },
+	"vals":  valuesText,
+	"pair":  pairText,
+	"where": checkWhere,
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>rdmarun: {{.R.Scenario}}</title>
 <style>
@@ -160,7 +161,14 @@ svg.heatmap{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.heatmap .val{font-si
 <span class="failed">{{.R.Summary.Failed}} failed</span>, <span class="error">{{.R.Summary.Errors}} errors</span>,
 <span class="skipped">{{.R.Summary.Skipped}} skipped</span>{{if .R.Stopped}}; stopped early: {{.R.Stopped}}{{end}}</p>
 <p>Latency is the round trip (RTT) in microseconds; one-way is RTT/2 for send and write. Bandwidth is Gb/s (10^9 bit/s), first post to last completion.</p>
-{{.Fleet}}{{range .Cases}}<section class="case"><h2>{{.Name}}</h2>
+{{.Fleet}}{{with .R.Doctor}}<section class="doctor"><h2>Doctor</h2>
+<p>A threshold failed: the checks of each end at fail, warn or cannot_tell (<code>rdmarun doctor</code> lists them all).</p>
+{{range .}}<h3>{{.Host}}</h3>{{if .Error}}<p class="error">the doctor could not be asked: {{.Error}}</p>{{else}}<p>{{range $i, $d := .Devices}}{{if $i}}, {{end}}{{$d}}{{end}}: {{len .Findings}} findings, {{.OK}} ok, {{.NotApplicable}} not applicable</p>
+{{if .Findings}}<table><tr><th>status</th><th>check</th><th>where</th><th>found</th><th>expected</th><th>cost</th><th>fix</th></tr>
+{{range .Findings}}<tr style="text-align:left"><td class="{{if eq .Status.String "fail"}}failed{{else}}skipped{{end}}">{{.Status}}</td><td>{{.Name}}</td><td>{{where .}}</td><td>{{.Found}}</td><td>{{.Expected}}</td><td>{{.Cost}}</td><td>{{.Fix}}</td></tr>
+{{end}}</table>{{end}}{{end}}
+{{end}}</section>
+{{end}}{{range .Cases}}<section class="case"><h2>{{.Name}}</h2>
 {{.Latency}}{{.Bandwidth}}
 <table><tr>{{if $.R.Fleet}}<th>pair</th><th>round</th>{{end}}<th>size</th><th>measure</th><th>qps</th><th>mode</th><th>RTT p50 us</th><th>RTT p99 us</th><th>RTT p99.9 us</th><th>Gb/s</th><th>status</th><th>verdicts</th></tr>
 {{range .Runs}}<tr>{{if $.R.Fleet}}<td>{{pair .Pair}}</td><td>{{with .Pair}}{{.Round}}{{else}}-{{end}}</td>{{end}}<td>{{size .Spec.Size}}</td><td>{{.Spec.Measure}}</td><td>{{.Spec.QPs}}</td><td>{{.Spec.Mode}}</td>

@@ -44,6 +44,7 @@ type junitCase struct {
 	Failure   *junitResult    `xml:"failure,omitempty"`
 	Error     *junitResult    `xml:"error,omitempty"`
 	Skipped   *junitResult    `xml:"skipped,omitempty"`
+	SystemOut string          `xml:"system-out,omitempty"`
 }
 
 type junitProperty struct {
@@ -59,7 +60,8 @@ type junitResult struct {
 
 // JUnit writes one testsuite per case and one testcase per run (case x
 // size x qps x mode, and in a fleet run x pair x attempt, the pair in the
-// name). Failures quote the threshold and the values it saw. A fleet
+// name). Failures quote the threshold and the values it saw, and carry
+// the doctor's findings on both ends in their system-out. A fleet
 // run's suspects go into every suite's properties and system-out, where
 // CI shows them beside the failing pairs.
 func JUnit(w io.Writer, r *Report) error {
@@ -88,6 +90,13 @@ func JUnit(w io.Writer, r *Report) error {
 					}
 				}
 				tc.Failure = &junitResult{Message: "threshold failed: " + strings.Join(msgs, "; "), Type: "threshold", Body: strings.Join(msgs, "\n")}
+				if len(r.Doctor) > 0 {
+					// Beside the failure, where CI shows it: what
+					// the doctor found on both ends.
+					var b strings.Builder
+					doctorText(&b, r.Doctor, "")
+					tc.SystemOut = "doctor (checks at fail, warn or cannot_tell):\n" + b.String()
+				}
 				s.Failures++
 			case Errored:
 				tc.Error = &junitResult{Message: run.Error, Type: "run"}

@@ -13,8 +13,9 @@ import (
 
 // Schema names the JSON layout; it changes only with a new version.
 // v2 added stop_reason; v3 added fleet (the hosts, rounds, matrices and
-// suspects of a run across hosts) and each run's started and pair.
-const Schema = "rdmarun.report/v3"
+// suspects of a run across hosts) and each run's started and pair; v4
+// added doctor (both ends' findings when a threshold failed).
+const Schema = "rdmarun.report/v4"
 
 // Status is a run's outcome.
 type Status string
@@ -45,6 +46,9 @@ type Report struct {
 	Summary    Summary    `json:"summary"`
 	// Fleet is set for a scenario run across hosts: (see Fleet).
 	Fleet *Fleet `json:"fleet,omitempty"`
+	// Doctor is set when a threshold failed: the doctor's findings on
+	// each end (this host first), which may say why.
+	Doctor []DoctorEnd `json:"doctor,omitempty"`
 }
 
 // StopReason is why a scenario ended before its last run.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/internal/golden"
 	"github.com/rdmarun/rdmarun/rdma"
 )
@@ -56,6 +58,17 @@ func fixture() *Report {
 			{Case: "write-bw", Index: 4, Status: Skipped, Spec: spec(rdma.MeasureBandwidth, 1<<20, 4, rdma.ModeEvent)},
 		},
 		Stopped: "abort_on_fail in case write-bw", StopReason: StopAbortOnFail,
+		Doctor: []DoctorEnd{
+			NewDoctorEnd("local", doctor.Report{Devices: []string{"rxe1"}, Checks: []doctor.Check{
+				{Name: "limits.memlock", Status: doctor.OK, Expected: "at least 64 MiB", Found: "unlimited"},
+				{Name: "cpu.governor", Status: doctor.Warn, Expected: "performance", Found: "powersave", Fix: "cpupower frequency-set -g performance"},
+				{Name: "pcie.width", Device: "rxe1", Status: doctor.NotApplicable, Expected: "x16", Found: "software device"},
+				{Name: "mtu.peer", Device: "rxe1", Port: 1, Status: doctor.Fail, Expected: "the far end's active MTU and netdev MTU equal to this port's",
+					Found: "this end active MTU 512, veth1 MTU 1000, h:1's rxe0/1 active MTU 1024, veth0 MTU 1500", Cost: "frames larger than 1000 B are dropped", Fix: "set the same netdev MTU on both ends"},
+				{Name: "roce.pfc", Device: "rxe1", Port: 1, Status: doctor.CannotTell, Expected: "PFC on the RoCE priority", Found: "needs DCB netlink"},
+			}}),
+			DoctorEndError("h:1", errors.New("the responder at h:1 is older than the doctor request; upgrade it")),
+		},
 	}
 	r.Tally()
 	return r
@@ -106,6 +119,13 @@ func TestJUnitParses(t *testing.T) {
 	f := got.Suites[0].Cases[1].Failure
 	if f == nil || !strings.Contains(f.Message, "p99 < 100us with p99=900") {
 		t.Errorf("failure %+v", f)
+	}
+	// The failing testcase, and only it, carries both ends' findings.
+	if out := got.Suites[0].Cases[1].SystemOut; !strings.Contains(out, "fail mtu.peer (rxe1/1)") || !strings.Contains(out, "h:1: the doctor could not be asked") {
+		t.Errorf("the failing testcase's system-out: %q", out)
+	}
+	if out := got.Suites[0].Cases[0].SystemOut; out != "" {
+		t.Errorf("a passing testcase carries the doctor: %q", out)
 	}
 }
 

@@ -26,6 +26,10 @@ func Text(w io.Writer, r *Report) error {
 			return err
 		}
 	}
+	if len(r.Doctor) > 0 {
+		fmt.Fprintf(w, "\ndoctor, as a threshold failed (checks at fail, warn or cannot_tell; rdmarun doctor lists them all):\n")
+		doctorText(w, r.Doctor, "  ")
+	}
 	summary(w, r)
 	return nil
 }

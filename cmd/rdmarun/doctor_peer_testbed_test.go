@@ -1,0 +1,93 @@
+//go:build testbed
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/doctor"
+	"github.com/rdmarun/rdmarun/internal/netfault"
+	"github.com/rdmarun/rdmarun/peer"
+)
+
+// TestDoctorVMPeer: `rdmarun doctor --peer` on rxe0 against a
+// responder on rxe1 (this VM's other end) passes mtu.peer while both
+// netdevs carry 1500 bytes, and fails it, exiting 1, once veth0 carries
+// 1000: rxe0 then sends 512-byte packets and drops the far end's larger
+// frames.
+func TestDoctorVMPeer(t *testing.T) {
+	srv, err := peer.NewServer(peer.ServerConfig{Device: "rxe1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := ctrl.Listen("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	addr := ln.Addr().String()
+
+	doctorPeer := func() (int, doctor.Check, []string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"doctor", "--json", "--device", "rxe0", "--peer", addr}, &stdout, &stderr)
+		var both struct {
+			Local struct {
+				Checks []doctor.Check `json:"checks"`
+			} `json:"local"`
+			Peer struct {
+				Report struct {
+					Devices []string `json:"devices"`
+				} `json:"report"`
+			} `json:"peer"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &both); err != nil {
+			t.Fatalf("%v; stderr:\n%s", err, stderr.String())
+		}
+		var mtu doctor.Check
+		var failed []string
+		for _, c := range both.Local.Checks {
+			if c.Name == "mtu.peer" {
+				mtu = c
+			}
+			if c.Status == doctor.Fail {
+				failed = append(failed, c.Name)
+			}
+		}
+		if strings.Join(both.Peer.Report.Devices, ",") != "rxe1" {
+			t.Errorf("the far end checked %q, want rxe1 (its --device)", both.Peer.Report.Devices)
+		}
+		return code, mtu, failed, stderr.String()
+	}
+
+	code, mtu, failed, stderr := doctorPeer()
+	if code != exitOK || mtu.Status != doctor.OK || len(failed) != 0 {
+		t.Errorf("both netdevs at 1500: exit %d, mtu.peer %+v, failed %q; stderr:\n%s", code, mtu, failed, stderr)
+	}
+	if !strings.Contains(mtu.Found, "this end active MTU 1024, veth0 MTU 1500, "+addr+"'s rxe1/1 active MTU 1024, veth1 MTU 1500") {
+		t.Errorf("mtu.peer at 1500 on both ends found %q", mtu.Found)
+	}
+
+	netfault.IP(t, "link", "set", "veth0", "mtu", "1000")
+	t.Cleanup(func() { netfault.IP(t, "link", "set", "veth0", "mtu", "1500") })
+	code, mtu, failed, stderr = doctorPeer()
+	if code != exitFailed || mtu.Status != doctor.Fail || strings.Join(failed, ",") != "mtu.peer" {
+		t.Errorf("veth0 at 1000: exit %d, mtu.peer %+v, failed %q; want exit 1 and mtu.peer alone failed; stderr:\n%s", code, mtu, failed, stderr)
+	}
+	if !strings.Contains(mtu.Found, "this end active MTU 512, veth0 MTU 1000") {
+		t.Errorf("mtu.peer at veth0 MTU 1000 found %q", mtu.Found)
+	}
+}

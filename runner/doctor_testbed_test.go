@@ -1,0 +1,86 @@
+//go:build testbed
+
+package runner
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/doctor"
+	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/runner/report"
+)
+
+// A threshold that cannot hold, run against a responder on rxe0 from
+// rxe1, fails; the report then carries the doctor's findings for both
+// ends: soft-RoCE's warning on each, nothing that is ok.
+func TestDoctorOnFailedThresholdVM(t *testing.T) {
+	srv, err := peer.NewServer(peer.ServerConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := ctrl.Listen("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	addr := ln.Addr().String()
+
+	sc, err := Parse("doctor.yaml", []byte(`
+name: doctor
+cases:
+  - name: lat
+    op: write
+    measure: latency
+    iterations: 100
+    sizes: [64]
+    pass: p99 < 1ns
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &Remote{Addr: addr, Local: Endpoint{Device: "rxe1", Port: 1, GIDIndex: rdma.AutoGIDIndex}}
+	rep, err := Execute(context.Background(), sc, target, Options{Tool: "rdmarun test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := report.Text(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", text.String())
+	if rep.Summary.Failed != 1 || len(rep.Doctor) != 2 {
+		t.Fatalf("summary %+v, %d doctor ends; want the run failed and both ends examined", rep.Summary, len(rep.Doctor))
+	}
+	for i, want := range []struct{ host, device string }{{"local", "rxe1"}, {addr, "rxe0"}} {
+		e := rep.Doctor[i]
+		if e.Host != want.host || strings.Join(e.Devices, ",") != want.device || e.Error != "" || e.OK == 0 || e.NotApplicable == 0 {
+			t.Errorf("end %d: %+v, want %s's %s with its ok and not-applicable checks counted", i, e, want.host, want.device)
+		}
+		kind := false
+		for _, c := range e.Findings {
+			if c.Status < doctor.CannotTell {
+				t.Errorf("%s: finding %s is %s", e.Host, c.Name, c.Status)
+			}
+			kind = kind || (c.Name == "device.kind" && c.Status == doctor.Warn)
+		}
+		if !kind {
+			t.Errorf("%s: soft-RoCE's device.kind warning is not among the findings %+v", e.Host, e.Findings)
+		}
+	}
+	if !strings.Contains(text.String(), "doctor, as a threshold failed") {
+		t.Error("the text report has no doctor section")
+	}
+}
