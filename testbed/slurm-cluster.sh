@@ -198,7 +198,7 @@ done
 check() { # check WHAT JQ_EXPR: the expression must yield true
     jq -e --argjson n "$hosts" "$2" "$json" >/dev/null || failed "fleet.json: $1 (jq: $2)"
 }
-check "schema v3, the one with fleets" '.schema == "rdmarun.report/v3"'
+check "schema v4, the current one" '.schema == "rdmarun.report/v4"'
 check "hosts from the Slurm node list" '.fleet.source | startswith("slurm")'
 check "the job's $hosts nodes are the fleet" \
     '[.fleet.hosts[].name] == [range($n) | "node\(.)"]'
