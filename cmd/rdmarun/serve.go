@@ -36,6 +36,7 @@ type serveCmd struct {
 	maxSessions   int
 	sessionIdle   time.Duration
 	logLevel      string
+	metricsListen string
 	// allowUnauthenticated is the operator's explicit word that a
 	// responder on a network address may run without a token.
 	allowUnauthenticated bool
@@ -57,6 +58,7 @@ func newServeCmd(app *kingpin.Application) *serveCmd {
 	cmd.Flag("max-concurrent", "Tests served at once.").Default("4").IntVar(&c.maxConcurrent)
 	cmd.Flag("max-sessions", "Sessions kept between runs for clients that probe again and again (rdmarun_exporter); a client beyond the limit is served one run at a time. An idle session holds its QPs and memory, not a test slot.").Default("256").IntVar(&c.maxSessions)
 	cmd.Flag("session-idle", "Longest a kept session may wait for its next run.").Default("5m").DurationVar(&c.sessionIdle)
+	cmd.Flag("metrics-listen", "Serve the responder's own metrics (Go runtime, process, tests served) at http://ADDR/metrics; off by default.").PlaceHolder("ADDR").StringVar(&c.metricsListen)
 	cmd.Flag("log-level", "debug, info, warn or error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
 	cmd.Flag("allow-unauthenticated", "Serve on a network address without a token or client certificates: anyone who connects gets rkeys to this host's registered memory.").BoolVar(&c.allowUnauthenticated)
 	return c
@@ -147,6 +149,9 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go c.reloadOnHangup(ctx, hup, srv, log)
+	if err := c.serveMetrics(ctx, srv, log); err != nil {
+		return err
+	}
 	if exposed != nil {
 		log.Warn("serving without authentication (--allow-unauthenticated)", "listen", ln.Addr().String(), "risk", "anyone who connects gets rkeys to this host's registered memory")
 	}
