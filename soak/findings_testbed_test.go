@@ -16,14 +16,27 @@ import (
 	"github.com/rdmarun/rdmarun/soak"
 )
 
-// TestSoakFindings runs, one at a time with nothing else on the
-// responder, the shapes of test that failed in soak runs.
-func TestSoakFindings(t *testing.T) {
+// TestMultiQPReceives holds what the first soak runs found, alone on a
+// quiet responder so that neither load nor the fabric is to blame (the
+// soak's mix leaves these shapes out until they pass; see plan.go):
+//
+//   - a test whose target consumes receives (send here; send_imm and
+//     write_imm failed alike in the soak) on a session kept between runs
+//     works on one QP, and on 4 QPs stalls in its second run at iteration
+//     1, waiting for a receive completion;
+//   - send bandwidth on 4 QPs with tx_depth 16 fails its first run at
+//     iteration 0 with REM_OP_ERR (REM_INV_REQ_ERR in the soak), where
+//     the default tx_depth on 4 QPs, or tx_depth 16 on one QP, passes.
+//
+// The causes are in the engine (rdma/), which the soak's change does not
+// touch; the cases that pass are kept as the controls. Not in
+// testbed-test until fixed: make soak and CI run only TestSoak.
+func TestMultiQPReceives(t *testing.T) {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("findings\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := startResponder(t, tokenFile)
+	startResponder(t, tokenFile)
 	token, err := ctrl.ReadToken(tokenFile)
 	if err != nil {
 		t.Fatal(err)
@@ -71,5 +84,4 @@ func TestSoakFindings(t *testing.T) {
 			}
 		})
 	}
-	_ = r
 }

@@ -155,7 +155,7 @@ func goodSpec(r *rand.Rand) rdma.TestSpec {
 	// receiver waits for a message that never comes, by design. rdma's
 	// TestUC covers UC on a quiet fabric.
 	if s.Op.UsesReceive() {
-		// Known bug (TestSoakFindings): a test whose target consumes
+		// Known bug (TestMultiQPReceives): a test whose target consumes
 		// receives (send, send_imm, write_imm) over several QPs fails
 		// its first run with REM_INV_REQ_ERR or REM_OP_ERR at iteration
 		// 0, or, on a kept session, stalls at its second run. Until the

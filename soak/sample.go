@@ -95,7 +95,8 @@ func ParseRDMAResources(b []byte) (map[string]int, error) {
 				continue
 			}
 			var n int
-			if err := json.Unmarshal(v, &n); err != nil || n < 0 {
+			// Far beyond what a kernel holds, and safe to add up.
+			if err := json.Unmarshal(v, &n); err != nil || n < 0 || n > 1<<31 {
 				return nil, fmt.Errorf("rdma resource show: %s is %s, want a count", k, v)
 			}
 			counts[k] += n

@@ -345,6 +345,9 @@ func TestSoak(t *testing.T) {
 					t.Fatalf("sampling the responder after %d tests: %v\n%s", tally.Tests, err, tail(r.output(), 4000))
 				}
 				samples = append(samples, sm)
+				// Progress for whoever watches a long run.
+				t.Logf("after %d tests (%d failed, %d busy answers): fds %d, goroutines %d, threads %d, RSS %.1f MiB, RDMA %v",
+					tally.Tests, tally.Failed, tally.Busy, sm.FDs, sm.Goroutines, sm.Threads, float64(sm.RSSBytes)/(1<<20), sm.RDMA)
 			}
 		case l := <-badLines:
 			fail("%s", l)
