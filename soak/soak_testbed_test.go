@@ -324,31 +324,35 @@ func TestSoak(t *testing.T) {
 			doneCh <- i
 		}()
 	}
+	record := func(o soak.Outcome) {
+		if o.Index < 0 || o.Index >= s.tests || seen[o.Index] {
+			fail("outcome for test %d, not in the plan or reported twice", o.Index)
+			return
+		}
+		seen[o.Index] = true
+		if want := plan[o.Index].Misbehaviour.String(); o.Kind != want {
+			fail("test %d: reported as %s, planned as %s", o.Index, o.Kind, want)
+		}
+		tally.Add(o)
+		if !o.OK {
+			fail("test %d (%s %s, %d B, %d QPs): %s", o.Index, o.Kind, o.Test, o.Size, o.QPs, o.Err)
+		}
+		if tally.Tests%s.sampleEvery != 0 {
+			return
+		}
+		sm, err := r.sample(fmt.Sprintf("after %d", tally.Tests))
+		if err != nil {
+			t.Fatalf("sampling the responder after %d tests: %v\n%s", tally.Tests, err, tail(r.output(), 4000))
+		}
+		samples = append(samples, sm)
+		// Progress for whoever watches a long run.
+		t.Logf("after %d tests (%d failed, %d busy answers): fds %d, goroutines %d, threads %d, RSS %.1f MiB, RDMA %v",
+			tally.Tests, tally.Failed, tally.Busy, sm.FDs, sm.Goroutines, sm.Threads, float64(sm.RSSBytes)/(1<<20), sm.RDMA)
+	}
 	for running > 0 {
 		select {
 		case o := <-outcomes:
-			if o.Index < 0 || o.Index >= s.tests || seen[o.Index] {
-				fail("outcome for test %d, not in the plan or reported twice", o.Index)
-				continue
-			}
-			seen[o.Index] = true
-			if want := plan[o.Index].Misbehaviour.String(); o.Kind != want {
-				fail("test %d: reported as %s, planned as %s", o.Index, o.Kind, want)
-			}
-			tally.Add(o)
-			if !o.OK {
-				fail("test %d (%s %s, %d B, %d QPs): %s", o.Index, o.Kind, o.Test, o.Size, o.QPs, o.Err)
-			}
-			if tally.Tests%s.sampleEvery == 0 {
-				sm, err := r.sample(fmt.Sprintf("after %d", tally.Tests))
-				if err != nil {
-					t.Fatalf("sampling the responder after %d tests: %v\n%s", tally.Tests, err, tail(r.output(), 4000))
-				}
-				samples = append(samples, sm)
-				// Progress for whoever watches a long run.
-				t.Logf("after %d tests (%d failed, %d busy answers): fds %d, goroutines %d, threads %d, RSS %.1f MiB, RDMA %v",
-					tally.Tests, tally.Failed, tally.Busy, sm.FDs, sm.Goroutines, sm.Threads, float64(sm.RSSBytes)/(1<<20), sm.RDMA)
-			}
+			record(o)
 		case l := <-badLines:
 			fail("%s", l)
 		case <-doneCh:
@@ -364,11 +368,7 @@ func TestSoak(t *testing.T) {
 	for drained := false; !drained; {
 		select {
 		case o := <-outcomes:
-			seen[o.Index] = true
-			tally.Add(o)
-			if !o.OK {
-				fail("test %d (%s %s): %s", o.Index, o.Kind, o.Test, o.Err)
-			}
+			record(o)
 		case l := <-badLines:
 			fail("%s", l)
 		default:
