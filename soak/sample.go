@@ -49,11 +49,11 @@ func ParseProcStatus(b []byte) (ProcStatus, error) {
 		switch key {
 		case "Threads":
 			if len(fields) != 1 {
-				return st, fmt.Errorf("Threads line %q: want one number", sc.Text())
+				return st, fmt.Errorf("status line %q: want one number of threads", sc.Text())
 			}
 			n, err := strconv.Atoi(fields[0])
 			if err != nil || n < 1 {
-				return st, fmt.Errorf("Threads line %q: want a positive count", sc.Text())
+				return st, fmt.Errorf("status line %q: want a positive count of threads", sc.Text())
 			}
 			st.Threads, haveThreads = n, true
 		case "VmRSS":

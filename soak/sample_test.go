@@ -18,7 +18,7 @@ func TestParseProcStatus(t *testing.T) {
 		{file: "no-rss.txt", wantErr: "no Threads or VmRSS line"},
 		{file: "no-threads.txt", wantErr: "no Threads or VmRSS line"},
 		{file: "rss-not-kb.txt", wantErr: "want a number and kB"},
-		{file: "zero-threads.txt", wantErr: "want a positive count"},
+		{file: "zero-threads.txt", wantErr: "want a positive count of threads"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("testdata", "status", c.file))
