@@ -117,10 +117,11 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 # tests (every op, measure, mode, 2 B..1 MiB, 1..8 QPs, kept sessions)
 # from SOAK_CLIENTS client processes, one in twenty misbehaving, and its
 # fds, goroutines, threads, RSS and the RDMA objects must be back at the
-# idle baseline at the end. testbed-test runs the default, 120 tests
-# (each misbehaviour once; about 2.5 minutes of VM time). SOAK_SEED
-# replays a run; SOAK_REPORT=FILE keeps the table, passed or failed. SOAK_TIMEOUT is in seconds: a long
-# run takes about 1.3 s of VM time per test.
+# idle baseline at the end. testbed-test runs the default, 120 tests, each
+# misbehaviour once: 2.5 to 3.5 minutes of VM time, measured beside
+# another VM. SOAK_SEED replays a run; SOAK_REPORT=FILE keeps the table,
+# passed or failed; SOAK_TIMEOUT (seconds) bounds the run: allow about
+# 1.7 s per test.
 SOAK_TESTS   ?= 120
 SOAK_CLIENTS ?= 4
 SOAK_TIMEOUT ?= 900
