@@ -110,7 +110,13 @@ func Plan(seed uint64, n int) []Case {
 		switch c.Misbehaviour {
 		case Good:
 			c.Spec = goodSpec(r)
-			if r.IntN(4) == 0 {
+			// Known bug (TestMultiQPReceives): the second run of a kept
+			// session whose target consumes receives can stall at its
+			// first iteration, on several QPs always, on one QP once in
+			// about 160 (1,800-test soak, seed 1201810174519001695, test
+			// 89). Until the engine is fixed only the other ops keep
+			// their sessions here.
+			if r.IntN(4) == 0 && !c.Spec.Op.UsesReceive() {
 				c.Runs = 2 + r.IntN(2)
 			}
 			c.SkipPortCounters = r.IntN(2) == 0

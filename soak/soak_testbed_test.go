@@ -358,10 +358,15 @@ func TestSoak(t *testing.T) {
 		case <-doneCh:
 			running--
 		case <-timeout.C:
+			// Stop here but still report what ran: a long run that
+			// overran its time is worth its table.
 			for _, p := range procs {
 				_ = p.cmd.Process.Kill()
 			}
-			t.Fatalf("the clients had not finished by the test's deadline: %d of %d tests reported", tally.Tests, s.tests)
+			fail("the clients had not finished by the test's deadline: %d of %d tests reported", tally.Tests, s.tests)
+			for ; running > 0; running-- {
+				<-doneCh
+			}
 		}
 	}
 	// Lines a client wrote just before it exited.
@@ -376,9 +381,11 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	wall := time.Since(start)
-	for i, ok := range seen {
-		if !ok {
-			fail("test %d (%s) never reported", i, plan[i].Misbehaviour)
+	if tally.Tests == s.tests {
+		for i, ok := range seen {
+			if !ok {
+				fail("test %d (%s) never reported", i, plan[i].Misbehaviour)
+			}
 		}
 	}
 	if r.cmd.ProcessState != nil || syscall.Kill(r.cmd.Process.Pid, 0) != nil {
