@@ -364,8 +364,14 @@ func TestSoak(t *testing.T) {
 				_ = p.cmd.Process.Kill()
 			}
 			fail("the clients had not finished by the test's deadline: %d of %d tests reported", tally.Tests, s.tests)
-			for ; running > 0; running-- {
-				<-doneCh
+			for running > 0 {
+				select {
+				case o := <-outcomes:
+					record(o)
+				case <-badLines:
+				case <-doneCh:
+					running--
+				}
 			}
 		}
 	}
