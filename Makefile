@@ -98,7 +98,8 @@ $(TESTBIN)/%.testbed.test: FORCE
 	$(GO) test -c -tags testbed -o $@ ./$*
 
 testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed.test $(TESTBIN)/runner.testbed.test \
-		$(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/cmd/rdmarun.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter
+		$(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/cmd/rdmarun.testbed.test $(TESTBIN)/soak.testbed.test \
+		$(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter
 	testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma
 	testbed/gotest.sh $(TESTBIN)/cmd/rdmarun.testbed.test cmd/rdmarun -test.run '^TestDoctorVM'
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner -test.skip '^TestFleetVM'
@@ -108,10 +109,31 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 	FLEET_VM_OUTPUT=$(CURDIR)/$(CACHE)/fleet-vm/TestFleetVMAllPairs \
 		$(GO) test -count=1 -tags chromium -run '^TestFleetVMHTMLInChromium$$' -v ./runner/report
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
+	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^(TestSoak|TestMultiQPReceives)$$'
 	TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.skip '^TestMesh|^TestProbeCost'
 	TESTBED_HOSTS=5 TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.run '^TestMesh'
+
+# The soak (soak/doc.go): one rdmarun serve in the VM answers SOAK_TESTS
+# tests (every op, measure, mode, 2 B..1 MiB, 1..8 QPs, kept sessions)
+# from SOAK_CLIENTS client processes, one in twenty misbehaving, and its
+# fds, goroutines, threads, RSS and the RDMA objects must be back at the
+# idle baseline at the end. testbed-test runs the default, 120 tests, each
+# misbehaviour once: 2.5 to 3.5 minutes of VM time, measured beside
+# another VM. SOAK_SEED replays a run; SOAK_REPORT=FILE keeps the table,
+# passed or failed; SOAK_TIMEOUT (seconds) bounds the run: allow about
+# 1.7 s per test.
+SOAK_TESTS   ?= 120
+SOAK_CLIENTS ?= 4
+SOAK_TIMEOUT ?= 900
+.PHONY: soak
+soak: testbed-build $(TESTBIN)/soak.testbed.test $(TESTBIN)/rdmarun
+	rm -rf $(CACHE)/soak-export
+	status=0; TESTBED_TIMEOUT=$$(( $(SOAK_TIMEOUT) + 120 )) TESTBED_EXPORT=$(CURDIR)/$(CACHE)/soak-export \
+		TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun SOAK_TESTS=$(SOAK_TESTS) SOAK_CLIENTS=$(SOAK_CLIENTS) SOAK_SEED=$(SOAK_SEED)" \
+		testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^TestSoak$$' -test.timeout $(SOAK_TIMEOUT)s || status=$$?; \
+	$(if $(SOAK_REPORT),cp $(CACHE)/soak-export/soak-report.txt $(SOAK_REPORT) || status=1;) exit $$status
 
 # What the exporter costs while it probes (CPU from /proc, mean RTT against
 # rdmarun bench), a table for exporter/README.md; minutes of VM time, so

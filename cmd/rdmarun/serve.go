@@ -39,6 +39,7 @@ type serveCmd struct {
 	maxMemory     string
 	maxQPs        int
 	logLevel      string
+	metricsListen string
 	// allowUnauthenticated is the operator's explicit word that a
 	// responder on a network address may run without a token.
 	allowUnauthenticated bool
@@ -62,6 +63,7 @@ func newServeCmd(app *kingpin.Application) *serveCmd {
 	cmd.Flag("max-memory", "Memory the responder registers for clients, for one test and for all tests and kept sessions together (e.g. 256MiB, 1GiB); a test that would pass it is refused, naming this flag.").Default("1GiB").StringVar(&c.maxMemory)
 	cmd.Flag("max-qps", "QPs one test may use; a test with more is refused, naming this flag.").Default("64").IntVar(&c.maxQPs)
 	cmd.Flag("session-idle", "Longest a kept session may wait for its next run.").Default("5m").DurationVar(&c.sessionIdle)
+	cmd.Flag("metrics-listen", "Serve the responder's own metrics (Go runtime, process, tests served) at http://ADDR/metrics; off by default.").PlaceHolder("ADDR").StringVar(&c.metricsListen)
 	cmd.Flag("log-level", "debug, info, warn or error.").Default("info").EnumVar(&c.logLevel, "debug", "info", "warn", "error")
 	cmd.Flag("allow-unauthenticated", "Serve on a network address without a token or client certificates: anyone who connects gets rkeys to this host's registered memory.").BoolVar(&c.allowUnauthenticated)
 	return c
@@ -157,6 +159,9 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go c.reloadOnHangup(ctx, hup, srv, log)
+	if err := c.serveMetrics(ctx, srv, log); err != nil {
+		return err
+	}
 	if exposed != nil {
 		log.Warn("serving without authentication (--allow-unauthenticated)", "listen", ln.Addr().String(), "risk", "anyone who connects gets rkeys to this host's registered memory")
 	}
