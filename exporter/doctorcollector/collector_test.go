@@ -24,7 +24,7 @@ var hosts = []string{"mlx5-roce", "bnxt-roce", "mlx5-ib", "rxe", "broken"}
 // fixtureRunner is a runner over a saved host that has run once, on a
 // clock that starts at 2026-12-01T12:00:00Z and moves 12 ms per reading,
 // so the exposition is the same at every run.
-func fixtureRunner(t *testing.T, host string) *Runner {
+func fixtureRunner(t testing.TB, host string) *Runner {
 	t.Helper()
 	env, err := doctor.EnvAt(filepath.Join("..", "..", "doctor", "testdata", host))
 	if err != nil {
