@@ -107,7 +107,7 @@ func (r *Runner) due(now time.Time) (bool, time.Duration) {
 // stuck in a driver shows as rdmarun_doctor_last_run_timestamp_seconds
 // standing still.
 func (r *Runner) Start(ctx context.Context) {
-	for {
+	for ctx.Err() == nil {
 		run, wait := r.due(r.now())
 		if run {
 			r.RunOnce()
@@ -127,9 +127,6 @@ func (r *Runner) Start(ctx context.Context) {
 		}
 		if timer != nil {
 			timer.Stop()
-		}
-		if ctx.Err() != nil {
-			return
 		}
 	}
 }

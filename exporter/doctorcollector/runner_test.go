@@ -98,3 +98,22 @@ func TestDue(t *testing.T) {
 		t.Error("interval shortened to 1m, 2m after the run: not due")
 	}
 }
+
+// TestStartStopsWhileDue: a runner whose runs are always due (an
+// interval of 0, which the config refuses but the type allows) still
+// returns once its context ends.
+func TestStartStopsWhileDue(t *testing.T) {
+	var runs atomic.Int64
+	r := countingRunner(&runs)
+	r.Apply(config.Doctor{Enabled: true, Interval: 0})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Start(ctx); close(done) }()
+	waitFor(t, "no run", func() bool { return runs.Load() >= 1 })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return 10s after its context ended")
+	}
+}
