@@ -63,7 +63,8 @@ func (r *Runner) Apply(s config.Doctor) {
 // RunOnce runs the doctor now and keeps its report.
 func (r *Runner) RunOnce() {
 	start := r.now()
-	rep := doctor.Run(r.env())
+	var rep doctor.Report
+	runIdle(func() { rep = doctor.Run(r.env()) })
 	res := &result{report: rep, at: start, took: r.now().Sub(start)}
 	r.mu.Lock()
 	if r.settings.Enabled {
