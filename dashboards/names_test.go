@@ -3,16 +3,20 @@ package dashboards_test
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 
 	"github.com/rdmarun/rdmarun/dashboards"
+	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/exporter/collector"
 	"github.com/rdmarun/rdmarun/exporter/config"
+	"github.com/rdmarun/rdmarun/exporter/doctorcollector"
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/prometheus/rules"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -38,6 +42,16 @@ func expose(t *testing.T) exposition {
 	config.NewSafeConfig(reg)
 	reg.MustRegister(versioncollector.NewCollector("rdmarun_exporter"))
 	reg.MustRegister(collector.NewPortCollector(filepath.Join("..", "exporter", "collector", "testdata", "sysfs"), nil))
+	// The doctor over its deliberately broken host, which has a check at
+	// every status a rule or panel compares with.
+	env, err := doctor.EnvAt(filepath.Join("..", "doctor", "testdata", "broken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := doctorcollector.NewRunner(func() doctor.Env { return env }, nil)
+	doc.Apply(config.Doctor{Enabled: true, Interval: time.Minute})
+	doc.RunOnce()
+	reg.MustRegister(doctorcollector.NewCollector(doc))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +67,7 @@ func expose(t *testing.T) exposition {
 			e.series[mf.GetName()] = append(e.series[mf.GetName()], l)
 		}
 	}
-	for _, want := range []string{"rdma_probe_latency_seconds", "rdmarun_port_hw_counters_total", "rdmarun_exporter_build_info"} {
+	for _, want := range []string{"rdma_probe_latency_seconds", "rdmarun_port_hw_counters_total", "rdmarun_exporter_build_info", "rdmarun_doctor_check_severity"} {
 		if _, ok := e.types[want]; !ok {
 			t.Fatalf("the exposition lacks %s; got %v", want, e.types)
 		}
@@ -82,10 +96,16 @@ var (
 	ident  = regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*`)
 )
 
+// collectorPrefixes are the rdmarun_* families of the collectors that
+// expose builds; the exporter's other rdmarun_exporter_* families are
+// registered by package main and the target manager, which expose does
+// not run, so their names are not checked here.
+var collectorPrefixes = []string{"rdmarun_port_", "rdmarun_doctor_"}
+
 func rdmaNames(expr string) []string {
 	var out []string
 	for _, id := range ident.FindAllString(quoted.ReplaceAllString(expr, `""`), -1) {
-		if strings.HasPrefix(id, "rdma_") || strings.HasPrefix(id, "rdma:") {
+		if strings.HasPrefix(id, "rdma_") || strings.HasPrefix(id, "rdma:") || slices.ContainsFunc(collectorPrefixes, func(p string) bool { return strings.HasPrefix(id, p) }) {
 			out = append(out, id)
 		}
 	}
@@ -151,7 +171,7 @@ func TestMetricNamesExist(t *testing.T) {
 	// metric and wonders whether a panel should show it.
 	var unused []string
 	for name := range e.types {
-		if strings.HasPrefix(name, "rdma_") && !used[name] && !used[name+"_bucket"] {
+		if (strings.HasPrefix(name, "rdma_") || slices.ContainsFunc(collectorPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })) && !used[name] && !used[name+"_bucket"] {
 			unused = append(unused, name)
 		}
 	}
@@ -160,8 +180,8 @@ func TestMetricNamesExist(t *testing.T) {
 }
 
 func TestNameScan(t *testing.T) {
-	got := rdmaNames(`sum by (target) (rate(rdma_probes_total{result="success", driver="rdma_rxe"}[5m])) / rdma:x:y`)
-	if want := []string{"rdma_probes_total", "rdma:x:y"}; strings.Join(got, ",") != strings.Join(want, ",") {
+	got := rdmaNames(`sum by (target) (rate(rdma_probes_total{result="success", driver="rdma_rxe"}[5m])) / rdma:x:y + rdmarun_doctor_check_severity * rdmarun_exporter_mesh_epoch`)
+	if want := []string{"rdma_probes_total", "rdma:x:y", "rdmarun_doctor_check_severity"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("rdmaNames = %v, want %v", got, want)
 	}
 }

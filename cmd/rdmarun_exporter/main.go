@@ -29,8 +29,10 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/exporter/collector"
 	"github.com/rdmarun/rdmarun/exporter/config"
+	"github.com/rdmarun/rdmarun/exporter/doctorcollector"
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/exporter/targets"
 	buildversion "github.com/rdmarun/rdmarun/internal/version"
@@ -100,6 +102,9 @@ func run(args []string) int {
 		return 0
 	}
 	reg.MustRegister(collector.NewPortCollector(*sysfsRoot, logger))
+	doc := doctorcollector.NewRunner(func() doctor.Env { return doctorEnv(*sysfsRoot) }, logger)
+	doc.Apply(cfg.Doctor)
+	reg.MustRegister(doctorcollector.NewCollector(doc))
 
 	// Probes and answers may use different devices: a node can probe from
 	// one NIC while its responder answers on another.
@@ -141,6 +146,7 @@ func run(args []string) int {
 	// for the first set (a DNS lookup that hangs costs its timeout).
 	mgr.Apply(ctx, cfg)
 	defer mgr.Stop()
+	go doc.Start(ctx)
 
 	// reload reads the file again and follows its targets; a bad file
 	// keeps the old configuration, and its probes running. Reloads (SIGHUP
@@ -158,6 +164,7 @@ func run(args []string) int {
 		cfg := sc.C
 		sc.RUnlock()
 		mgr.Apply(ctx, cfg)
+		doc.Apply(cfg.Doctor)
 		logger.Info("configuration reloaded", "file", *configFile)
 		return nil
 	}
@@ -219,6 +226,16 @@ func run(args []string) int {
 		return 4
 	}
 	return 0
+}
+
+// doctorEnv is the host the doctor checks, with the ports' MTUs from the
+// verbs interface (which sysfs lacks), read afresh for every run.
+func doctorEnv(sysfsRoot string) doctor.Env {
+	env := doctorcollector.EnvFor(sysfsRoot)
+	if devs, err := rdma.Devices(); err == nil {
+		env.PortMTU = doctor.MTUsOf(devs)
+	}
+	return env
 }
 
 // activeDevice is the first device with an ACTIVE port 1, or "".

@@ -27,6 +27,9 @@ type Config struct {
 	Responder Responder
 	// Mesh is the zero Mesh (off) when the file has no mesh section.
 	Mesh Mesh
+	// Doctor is on, every DefaultDoctorInterval, when the file has no
+	// doctor section.
+	Doctor Doctor
 }
 
 // Load reads and checks the configuration file at path. Relative paths in
@@ -66,7 +69,7 @@ func Parse(b []byte) (*Config, error) {
 	if err := decodeStrict(b, c); err != nil {
 		if errors.Is(err, io.EOF) {
 			// An empty file is a node that only answers probes.
-			return &Config{Targets: defaultTargets, Responder: defaultResponder}, nil
+			return &Config{Targets: defaultTargets, Responder: defaultResponder, Doctor: defaultDoctor}, nil
 		}
 		return nil, err
 	}
@@ -135,12 +138,13 @@ func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
 		Targets   Targets               `yaml:"targets"`
 		Responder Responder             `yaml:"responder"`
 		Mesh      Mesh                  `yaml:"mesh"`
+		Doctor    Doctor                `yaml:"doctor"`
 	}
-	raw := plain{Targets: defaultTargets, Responder: defaultResponder}
+	raw := plain{Targets: defaultTargets, Responder: defaultResponder, Doctor: defaultDoctor}
 	if err := unmarshal(&raw); err != nil {
 		return err
 	}
-	*c = Config{Targets: raw.Targets, Responder: raw.Responder, Mesh: raw.Mesh, Modules: make(map[string]Module, len(raw.Modules))}
+	*c = Config{Targets: raw.Targets, Responder: raw.Responder, Mesh: raw.Mesh, Doctor: raw.Doctor, Modules: make(map[string]Module, len(raw.Modules))}
 	// Sorted, so that of several bad modules the same one is reported
 	// every time.
 	names := make([]string, 0, len(raw.Modules))

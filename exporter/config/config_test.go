@@ -64,6 +64,7 @@ func TestLoadGood(t *testing.T) {
 			},
 			MaxProbesPerSecond: 20,
 		},
+		Doctor: Doctor{Enabled: true, Interval: 10 * time.Minute},
 	}
 	// The modules' complete tests are checked in TestModuleTests.
 	for name, m := range c.Modules {

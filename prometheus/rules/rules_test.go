@@ -20,8 +20,11 @@ import (
 // must be a deliberate change here too, since Alertmanager routes and
 // silences refer to these names.
 var wantAlerts = []string{
+	"RDMAMTUMismatch",
 	"RDMANodeUnreachable",
+	"RDMAPCIeLinkDegraded",
 	"RDMAPathDegraded",
+	"RDMAPortBelowMaximum",
 	"RDMAPortNotActive",
 	"RDMAPortRateDegraded",
 	"RDMAPortRetryCountersRising",
