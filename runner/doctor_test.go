@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/peer/peertest"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
 )
@@ -74,24 +74,7 @@ func useHost(t *testing.T, name string) {
 func TestRemoteDoctor(t *testing.T) {
 	useHost(t, "mlx5-roce")
 	far := savedHost(t, "broken")
-	srv, err := peer.NewServer(peer.ServerConfig{Token: "fleet", DoctorEnv: func() doctor.Env { return far }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := ctrl.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	addr := ln.Addr().String()
+	addr := peertest.Serve(t, peer.ServerConfig{Token: "fleet", DoctorEnv: func() doctor.Env { return far }}, nil)
 
 	ends := (&Remote{Addr: addr, Token: "fleet", Local: Endpoint{Device: "mlx5_0", Port: 1}}).Doctor(context.Background())
 	if len(ends) != 2 || ends[0].Host != "local" || ends[1].Host != addr {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/peer/peertest"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
 )
@@ -19,24 +19,7 @@ import (
 // rxe1, fails; the report then carries the doctor's findings for both
 // ends: soft-RoCE's warning on each, nothing that is ok.
 func TestDoctorOnFailedThresholdVM(t *testing.T) {
-	srv, err := peer.NewServer(peer.ServerConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := ctrl.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	addr := ln.Addr().String()
+	addr := peertest.Serve(t, peer.ServerConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex}, nil)
 
 	sc, err := Parse("doctor.yaml", []byte(`
 name: doctor

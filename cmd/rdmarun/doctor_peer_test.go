@@ -2,16 +2,15 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/peer/peertest"
 )
 
 // serveSavedHost runs a responder that answers doctor requests from a
@@ -22,24 +21,7 @@ func serveSavedHost(t *testing.T, fixture string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := peer.NewServer(peer.ServerConfig{DoctorEnv: func() doctor.Env { return env }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := ctrl.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	return ln.Addr().String()
+	return peertest.Serve(t, peer.ServerConfig{DoctorEnv: func() doctor.Env { return env }}, nil)
 }
 
 // TestDoctorPeer: mtu.peer compares this host's MTUs with the far

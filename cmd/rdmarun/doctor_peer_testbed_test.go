@@ -4,15 +4,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/internal/netfault"
 	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/peer/peertest"
 )
 
 // TestDoctorVMPeer: `rdmarun doctor --peer` on rxe0 against a
@@ -21,24 +20,7 @@ import (
 // 1000: rxe0 then sends 512-byte packets and drops the far end's larger
 // frames.
 func TestDoctorVMPeer(t *testing.T) {
-	srv, err := peer.NewServer(peer.ServerConfig{Device: "rxe1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := ctrl.Listen("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	addr := ln.Addr().String()
+	addr := peertest.Serve(t, peer.ServerConfig{Device: "rxe1"}, nil)
 
 	doctorPeer := func() (int, doctor.Check, []string, string) {
 		t.Helper()
