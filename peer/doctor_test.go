@@ -14,6 +14,7 @@ import (
 
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/doctor"
+	"github.com/rdmarun/rdmarun/doctor/doctortest"
 	"github.com/rdmarun/rdmarun/internal/testcert"
 )
 
@@ -25,10 +26,7 @@ func startDoctorServer(t *testing.T, cfg ServerConfig, fixture string) string {
 
 func startDoctorServerTLS(t *testing.T, cfg ServerConfig, fixture string, tlsCfg *tls.Config) string {
 	t.Helper()
-	env, err := doctor.EnvAt("../doctor/testdata/" + fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := doctortest.SavedHost(t, "../doctor/testdata/"+fixture)
 	cfg.DoctorEnv = func() doctor.Env { return env }
 	srv, err := NewServer(cfg)
 	if err != nil {
@@ -61,7 +59,7 @@ func TestDoctorRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, _ := doctor.EnvAt("../doctor/testdata/broken")
+	env := doctortest.SavedHost(t, "../doctor/testdata/broken")
 	env.Port = 1
 	want, _ := json.Marshal(doctor.Run(env))
 	got, _ := json.Marshal(far.Report)

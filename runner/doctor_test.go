@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rdmarun/rdmarun/doctor"
+	"github.com/rdmarun/rdmarun/doctor/doctortest"
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/peer/peertest"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -53,11 +54,7 @@ func TestExecuteDiagnoses(t *testing.T) {
 
 func savedHost(t *testing.T, name string) doctor.Env {
 	t.Helper()
-	env, err := doctor.EnvAt(filepath.Join("..", "doctor", "testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
+	return doctortest.SavedHost(t, filepath.Join("..", "doctor", "testdata", name))
 }
 
 // useHost makes this host, for the doctor, a saved one.
