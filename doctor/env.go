@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rdmarun/rdmarun/ethtool"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -30,12 +31,14 @@ type Env struct {
 	// false when it is not known. Nil: never known.
 	PortMTU func(device string, port int) (active, maximum int, ok bool)
 	// Ethtool reads a netdev's ethtool statistics; nil when they are not
-	// read (they need an ioctl or netlink, which the doctor does not do).
+	// read.
 	Ethtool func(netdev string) (map[string]uint64, error)
 }
 
 // HostEnv is the running host's files.
-func HostEnv() Env { return Env{Sys: "/sys", Proc: "/proc", Dev: "/dev"} }
+func HostEnv() Env {
+	return Env{Sys: "/sys", Proc: "/proc", Dev: "/dev", Ethtool: ethtool.Stats}
+}
 
 // EnvAt is a host's files saved under root: root/sys, root/proc and
 // root/dev as on the host; root/devices.json, the output of `rdmarun
@@ -70,7 +73,7 @@ func EnvAt(root string) (Env, error) {
 			if err != nil {
 				return nil, err
 			}
-			return ParseEthtoolStats(string(b))
+			return ethtool.Parse(string(b))
 		}
 	}
 	return env, nil

@@ -141,43 +141,6 @@ func FuzzParseCPUList(f *testing.F) {
 	})
 }
 
-func TestParseEthtoolStats(t *testing.T) {
-	got, err := ParseEthtoolStats("NIC statistics:\n     rx_prio3_pause: 12\n     rx-0:packets: 7\n\n")
-	want := map[string]uint64{"rx_prio3_pause": 12, "rx-0:packets": 7}
-	if err != nil || !maps.Equal(got, want) {
-		t.Errorf("ParseEthtoolStats = %v, %v; want %v", got, err, want)
-	}
-	for _, bad := range []string{"rx_pause 12", "rx_pause: x", ": 3", "rx_pause: -1"} {
-		if got, err := ParseEthtoolStats(bad); err == nil {
-			t.Errorf("ParseEthtoolStats(%q) = %v, want an error", bad, got)
-		}
-	}
-}
-
-func FuzzParseEthtoolStats(f *testing.F) {
-	f.Add("NIC statistics:\n     rx_prio3_pause: 12\n")
-	f.Add("rx-0:packets: 7")
-	f.Add("x: y")
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := ParseEthtoolStats(s)
-		if err != nil {
-			return
-		}
-		var b strings.Builder
-		b.WriteString("NIC statistics:\n")
-		for name, v := range got {
-			if name != strings.TrimSpace(name) || strings.Contains(name, "\n") {
-				t.Fatalf("ParseEthtoolStats(%q): name %q", s, name)
-			}
-			b.WriteString("     " + name + ": " + strconv.FormatUint(v, 10) + "\n")
-		}
-		again, err := ParseEthtoolStats(b.String())
-		if err != nil || !maps.Equal(again, got) {
-			t.Errorf("ParseEthtoolStats(%q) = %v, reads back as %v, %v", s, got, again, err)
-		}
-	})
-}
-
 func TestParseLinkSpeed(t *testing.T) {
 	for in, want := range map[string]float64{"16.0 GT/s PCIe": 16, "8 GT/s": 8, "2.5 GT/s PCIe": 2.5} {
 		if got, err := parseLinkSpeed(in); err != nil || got != want {

@@ -1,6 +1,7 @@
 package portstats
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -17,6 +18,11 @@ import (
 type Deltas struct {
 	Counters   map[string]uint64 `json:"counters,omitempty"`
 	HWCounters map[string]uint64 `json:"hw_counters,omitempty"`
+	// Ethtool holds the netdev's pause statistics (see Counters.Ethtool).
+	Ethtool map[string]uint64 `json:"ethtool,omitempty"`
+	// Categories groups the deltas by what they mean, through the
+	// drivers' name maps; nil when no snapshot was taken.
+	Categories *Categories `json:"categories,omitempty"`
 	// Reset lists, as "counters/NAME" or "hw_counters/NAME", the counters
 	// that went backwards: they wrapped or were cleared (driver reload,
 	// port reset, an admin zeroing them). Their delta is the after value,
@@ -36,7 +42,17 @@ func Delta(before, after Counters) Deltas {
 	var d Deltas
 	d.Counters = diff("counters/", before.Counters, after.Counters, &d.Reset)
 	d.HWCounters = diff("hw_counters/", before.HWCounters, after.HWCounters, &d.Reset)
+	d.Ethtool = diff("ethtool/", before.Ethtool, after.Ethtool, &d.Reset)
 	slices.Sort(d.Reset)
+	if !after.Time.IsZero() {
+		// The maps that name the categories are the after snapshot's: a
+		// counter a reload added has no delta, so it is unreported.
+		ethErr := cmp.Or(after.EthtoolError, before.EthtoolError)
+		d.Categories = Categorize(Source{
+			Driver: after.Driver, Netdev: after.Netdev, NetdevDriver: after.NetdevDriver,
+			HWCounters: d.HWCounters, Ethtool: d.Ethtool, EthtoolError: ethErr,
+		})
+	}
 	return d
 }
 
@@ -65,11 +81,16 @@ func diff(prefix string, before, after map[string]uint64, reset *[]string) map[s
 
 // NonZero returns only the counters that moved. Reset is kept whole: a
 // counter cleared during the case is worth reporting even if it then stayed
-// at zero, since its true movement is unknown.
+// at zero, since its true movement is unknown. The categories are kept
+// whole too, zeros included: a category at zero is a measurement, while
+// one the driver lacks is listed as unreported. Only the priorities on
+// which no pause moved are dropped.
 func (d Deltas) NonZero() Deltas {
 	return Deltas{
 		Counters:   nonZero(d.Counters),
 		HWCounters: nonZero(d.HWCounters),
+		Ethtool:    nonZero(d.Ethtool),
+		Categories: d.Categories.movedPriorities(),
 		Reset:      slices.Clone(d.Reset),
 	}
 }

@@ -3,10 +3,13 @@ package portstats
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/rdmarun/rdmarun/ethtool"
 	"github.com/rdmarun/rdmarun/internal/golden"
 )
 
@@ -16,10 +19,12 @@ func TestDeltaGolden(t *testing.T) {
 		{"mlx5_0", "deltas-mlx5.golden.json"},
 	} {
 		t.Run(dev.device, func(t *testing.T) {
+			fixtureEthtool(t, "before")
 			before, err := Snapshot("testdata/before", dev.device, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
+			fixtureEthtool(t, "after")
 			after, err := Snapshot("testdata/after", dev.device, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -30,6 +35,20 @@ func TestDeltaGolden(t *testing.T) {
 			}
 			golden.Check(t, dev.golden, append(got, '\n'))
 		})
+	}
+}
+
+// fixtureEthtool answers ethtool statistics from
+// testdata/ethtool-WHEN-NETDEV, as `ethtool -S` printed them.
+func fixtureEthtool(t *testing.T, when string) {
+	saved := readEthtool
+	t.Cleanup(func() { readEthtool = saved })
+	readEthtool = func(netdev string) (map[string]uint64, error) {
+		b, err := os.ReadFile(filepath.Join("testdata", "ethtool-"+when+"-"+netdev))
+		if err != nil {
+			return nil, err
+		}
+		return ethtool.Parse(string(b))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rdmarun/rdmarun/ethtool"
 	"github.com/rdmarun/rdmarun/sysfs"
 )
 
@@ -35,7 +36,23 @@ type Counters struct {
 	// listed. Reporting them keeps a missing counter from looking like a
 	// zero.
 	Skipped []string
+	// Driver is the device's driver, whose name map turns HWCounters into
+	// categories. Netdev is the Ethernet device of a RoCE port (empty on
+	// InfiniBand) and NetdevDriver its driver.
+	Driver       string
+	Netdev       string
+	NetdevDriver string
+	// Ethtool holds the netdev's pause statistics: the few of its ethtool
+	// statistics the netdev driver's pause map names, nothing when the
+	// driver has no map (veth under rxe, for one). EthtoolError says why
+	// they could not be read.
+	Ethtool      map[string]uint64
+	EthtoolError string
 }
+
+// readEthtool is ethtool.Stats; tests replace it, since fixture trees
+// have no netdevs to ask.
+var readEthtool = ethtool.Stats
 
 // Snapshot reads the counters of one port under root, the directory
 // listing the devices; an empty root means sysfs.Root. A missing port is
@@ -56,9 +73,47 @@ func Snapshot(root, device string, port int) (Counters, error) {
 		Counters:   p.Counters,
 		HWCounters: p.HWCounters,
 	}
+	c.Driver = sysfs.DeviceDriver(root, device)
+	c.Netdev = sysfs.PortNetdev(root, device, port)
+	c.NetdevDriver = sysfs.NetdevDriver(root, c.Netdev)
+	if stats, err := ReadPause(c.NetdevDriver, c.Netdev); err != nil {
+		c.EthtoolError = err.Error()
+	} else {
+		c.Ethtool = stats
+	}
 	for _, e := range p.Errors {
 		c.Skipped = append(c.Skipped, e.Path)
 	}
 	slices.Sort(c.Skipped)
 	return c, nil
+}
+
+// ReadPause reads the pause statistics of a netdev whose driver is
+// netdevDriver: the ethtool statistics that driver's pause map names,
+// for Categorize. It returns nil, nil for a driver without a map, whose
+// statistics say nothing about pause.
+func ReadPause(netdevDriver, netdev string) (map[string]uint64, error) {
+	keep, ok := pauseNames[netdevDriver]
+	if !ok {
+		return nil, nil
+	}
+	stats, err := readEthtool(netdev)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]uint64{}
+	for name, v := range stats {
+		if keep[name] {
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// Categories sums the snapshot's counters since boot into categories.
+func (c Counters) Categories() *Categories {
+	return Categorize(Source{
+		Driver: c.Driver, Netdev: c.Netdev, NetdevDriver: c.NetdevDriver,
+		HWCounters: c.HWCounters, Ethtool: c.Ethtool, EthtoolError: c.EthtoolError,
+	})
 }

@@ -1,4 +1,4 @@
-package doctor
+package ethtool
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 	"strings"
 )
 
-// ParseEthtoolStats reads the output of `ethtool -S NETDEV`: a header
+// Parse reads the output of `ethtool -S NETDEV`: a header
 // such as "NIC statistics:", then one "name: value" row per statistic.
 // Names may contain colons (some drivers name queues "rx-0:packets"), so
-// a row splits at its last colon.
-func ParseEthtoolStats(s string) (map[string]uint64, error) {
+// a row splits at its last colon. Saved host trees (doctor.EnvAt) and
+// fixtures hold this text where a live host answers Stats.
+func Parse(s string) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	for _, line := range strings.Split(s, "\n") {
 		t := strings.TrimSpace(line)
