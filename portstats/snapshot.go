@@ -89,17 +89,27 @@ func Snapshot(root, device string, port int) (Counters, error) {
 }
 
 // ReadPause reads the pause statistics of a netdev whose driver is
-// netdevDriver: the ethtool statistics that driver's pause map names,
-// for Categorize. It returns nil, nil for a driver without a map, whose
-// statistics say nothing about pause.
+// netdevDriver (see PauseOnly). It returns nil, nil for a driver without
+// a pause map, whose statistics say nothing about pause, without asking
+// the device.
 func ReadPause(netdevDriver, netdev string) (map[string]uint64, error) {
-	keep, ok := pauseNames[netdevDriver]
-	if !ok {
+	if _, ok := pauseNames[netdevDriver]; !ok {
 		return nil, nil
 	}
 	stats, err := readEthtool(netdev)
 	if err != nil {
 		return nil, err
+	}
+	return PauseOnly(netdevDriver, stats), nil
+}
+
+// PauseOnly keeps, of a netdev's ethtool statistics, those its driver's
+// pause map names: the few Categorize reads of the hundreds a NIC
+// reports. A driver without a map keeps none.
+func PauseOnly(netdevDriver string, stats map[string]uint64) map[string]uint64 {
+	keep, ok := pauseNames[netdevDriver]
+	if !ok {
+		return nil
 	}
 	out := map[string]uint64{}
 	for name, v := range stats {
@@ -107,7 +117,7 @@ func ReadPause(netdevDriver, netdev string) (map[string]uint64, error) {
 			out[name] = v
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Categories sums the snapshot's counters since boot into categories.
