@@ -18,14 +18,24 @@ type device struct {
 }
 
 // readDevices reads every device under root (the infiniband class) with
-// its GID tables, in the rdma package's view, which SelectGID needs.
-func readDevices(root string) ([]device, error) {
-	sds, err := sysfs.ReadDevices(root, sysfs.Attributes|sysfs.GIDs)
+// its GID tables, in the rdma package's view, which SelectGID needs. The
+// tables come from verbs when it lists the device, else from sysfs.
+func readDevices(root string, verbs []rdma.Device) ([]device, error) {
+	parts := sysfs.Attributes | sysfs.GIDs
+	if verbs != nil {
+		parts = sysfs.Attributes
+	}
+	sds, err := sysfs.ReadDevices(root, parts)
 	if err != nil {
 		return nil, err
 	}
 	devs := make([]device, 0, len(sds))
 	for _, sd := range sds {
+		listed := verbsDevice(verbs, sd.Name)
+		if verbs != nil && listed == nil {
+			// Added since verbs listed the devices: sysfs it is.
+			sd = sysfs.ReadDevice(root, sd.Name, sysfs.Attributes|sysfs.GIDs)
+		}
 		d := device{
 			Device: rdma.Device{Name: sd.Name, Driver: sd.Driver, Parent: sd.Parent,
 				NodeGUID: sd.NodeGUID, NodeType: sd.NodeType, FWVer: sd.FWVer},
@@ -37,15 +47,30 @@ func readDevices(root string) ([]device, error) {
 			}
 			p := rdma.Port{Num: sp.Num, State: sp.State.Name, PhysState: sp.PhysState.Name,
 				LinkLayer: sp.LinkLayer, RateGbps: sp.RateGbps, RateText: sp.RateText, LID: sp.LID}
-			for _, g := range sp.GIDs {
-				p.GIDs = append(p.GIDs, rdma.GID{Index: g.Index, GID: rdma.GIDAddr(g.GID),
-					Type: gidType(g.RoCEv2, sp.LinkLayer), Netdev: g.Netdev})
+			if listed != nil {
+				if vp, err := listed.Port(sp.Num); err == nil {
+					p.GIDs = vp.GIDs
+				}
+			} else {
+				for _, g := range sp.GIDs {
+					p.GIDs = append(p.GIDs, rdma.GID{Index: g.Index, GID: rdma.GIDAddr(g.GID),
+						Type: gidType(g.RoCEv2, sp.LinkLayer), Netdev: g.Netdev})
+				}
 			}
 			d.Ports = append(d.Ports, p)
 		}
 		devs = append(devs, d)
 	}
 	return devs, nil
+}
+
+func verbsDevice(devs []rdma.Device, name string) *rdma.Device {
+	for i := range devs {
+		if devs[i].Name == name {
+			return &devs[i]
+		}
+	}
+	return nil
 }
 
 // gidType names an entry as the rdma package does: sysfs calls

@@ -46,7 +46,7 @@ func Run(env Env) Report {
 		checkHugepages(env),
 	)
 	root := filepath.Join(env.Sys, "class", "infiniband")
-	devs, err := readDevices(root)
+	devs, err := readDevices(root, env.Verbs)
 	if err != nil {
 		r.Checks = append(r.Checks, Check{Name: "device.list", Status: CannotTell,
 			Expected: "the RDMA devices in " + root, Found: err.Error()})

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/rdmarun/rdmarun/internal/golden"
+	"github.com/rdmarun/rdmarun/rdma"
 )
 
 // fixtures are the saved hosts under testdata/, each with the names of
@@ -245,5 +247,44 @@ func TestUnreadableGIDs(t *testing.T) {
 	}
 	if c := statusOf(t, r, "port.state"); c.Status != OK || len(r.Devices) != 1 {
 		t.Errorf("port.state = %s, devices %q", c.Status, r.Devices)
+	}
+}
+
+// TestGIDsFromVerbs: with the verbs listing at hand the GID table comes
+// from it, and sysfs's table, which costs seconds on rxe under
+// emulation, is not read at all (here it does not exist). A device
+// verbs did not list still gets sysfs's.
+func TestGIDsFromVerbs(t *testing.T) {
+	dir := t.TempDir()
+	for _, dev := range []string{"mlx5_0", "mlx5_1"} {
+		port := filepath.Join(dir, "sys", "class", "infiniband", dev, "ports", "1")
+		if err := os.MkdirAll(port, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for file, content := range map[string]string{"state": "4: ACTIVE\n", "phys_state": "5: LinkUp\n", "link_layer": "Ethernet\n", "rate": "100 Gb/sec (2X HDR)\n"} {
+			if err := os.WriteFile(filepath.Join(port, file), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	gid := rdma.GID{Index: 3, GID: rdma.GIDAddr(net.ParseIP("10.0.0.2").To16()), Type: rdma.GIDTypeRoCEv2, Netdev: "ens1f0np0"}
+	verbs := []rdma.Device{{Name: "mlx5_0", Ports: []rdma.Port{{Num: 1, LinkLayer: "Ethernet", GIDs: []rdma.GID{gid}}}}}
+	r := Run(Env{Sys: filepath.Join(dir, "sys"), Proc: filepath.Join(dir, "proc"), Dev: filepath.Join(dir, "dev"), Verbs: verbs})
+	var listed, unlisted *Check
+	for i, c := range r.Checks {
+		if c.Name == "gid.roce_v2_ipv4" {
+			switch c.Device {
+			case "mlx5_0":
+				listed = &r.Checks[i]
+			case "mlx5_1":
+				unlisted = &r.Checks[i]
+			}
+		}
+	}
+	if listed == nil || listed.Status != OK || !strings.Contains(listed.Found, "index 3") {
+		t.Errorf("mlx5_0 gid.roce_v2_ipv4 = %+v, want OK from the verbs listing (index 3)", listed)
+	}
+	if unlisted == nil || unlisted.Status != CannotTell || !strings.Contains(unlisted.Found, "gids:") {
+		t.Errorf("mlx5_1 gid.roce_v2_ipv4 = %+v, want sysfs's unreadable table", unlisted)
 	}
 }

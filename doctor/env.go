@@ -30,6 +30,12 @@ type Env struct {
 	// the verbs interface reports (sysfs has no file for them); ok is
 	// false when it is not known. Nil: never known.
 	PortMTU func(device string, port int) (active, maximum int, ok bool)
+	// Verbs lists the devices as the verbs interface does (rdma.Devices),
+	// with each port's GID table from one ioctl; nil when verbs was not
+	// asked. The doctor takes the GIDs from it rather than from sysfs,
+	// whose table costs three file reads per slot: rxe has 1,024 slots,
+	// seconds of CPU under emulation.
+	Verbs []rdma.Device
 	// Ethtool reads a netdev's ethtool statistics; nil when they are not
 	// read.
 	Ethtool func(netdev string) (map[string]uint64, error)

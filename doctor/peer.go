@@ -20,7 +20,7 @@ type PortMTU struct {
 // MTUs reads the MTUs of every port env selects, as Run finds them.
 func MTUs(env Env) []PortMTU {
 	root := filepath.Join(env.Sys, "class", "infiniband")
-	devs, err := readDevices(root)
+	devs, err := readDevices(root, env.Verbs)
 	if err != nil {
 		return nil
 	}

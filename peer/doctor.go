@@ -151,6 +151,7 @@ func (s *Server) doctorEnv() doctor.Env {
 	env := doctor.HostEnv()
 	if devs, err := rdma.Devices(); err == nil {
 		env.PortMTU = doctor.MTUsOf(devs)
+		env.Verbs = devs
 	}
 	return env
 }

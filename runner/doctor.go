@@ -22,6 +22,7 @@ var hostEnv = func() doctor.Env {
 	env := doctor.HostEnv()
 	if devs, err := rdma.Devices(); err == nil {
 		env.PortMTU = doctor.MTUsOf(devs)
+		env.Verbs = devs
 	}
 	return env
 }

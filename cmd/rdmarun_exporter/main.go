@@ -234,6 +234,7 @@ func doctorEnv(sysfsRoot string) doctor.Env {
 	env := doctorcollector.EnvFor(sysfsRoot)
 	if devs, err := rdma.Devices(); err == nil {
 		env.PortMTU = doctor.MTUsOf(devs)
+		env.Verbs = devs
 	}
 	return env
 }
