@@ -40,6 +40,9 @@ type Relay struct {
 	StepTimeout time.Duration
 	// Via runs each test; nil means peer.RunVia.
 	Via Relayer
+	// Doctor asks a host for its doctor's findings when the run names
+	// suspects; nil means peer.Doctor.
+	Doctor DoctorFunc
 }
 
 var errNotOnePair = errors.New("runner: the scenario names hosts:, a fleet; run it with ExecuteFleet")
@@ -60,7 +63,9 @@ var errNotOnePair = errors.New("runner: the scenario names hosts:, a fleet; run 
 // as errors whose message starts "environment", never the whole fleet
 // run. A failing case with abort_on_fail skips its pair's remaining runs.
 // When ctx ends (Ctrl-C) every run not finished is skipped, as Execute
-// does.
+// does. When the run names suspects, the doctor's findings on their
+// hosts (up to maxDoctorEnds) are attached, as Execute attaches both
+// ends' when a threshold fails.
 //
 // Then confirmation: up to Fleet.Confirm times, the pairs still bad (see
 // fleet.BadPairs: failed, errored or lagging on some metric) run every
@@ -135,6 +140,11 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 	if rep.Fleet.Suspects, err = fleet.Suspects(fl.Hosts, c.outcomes, fl.LagFactor); err != nil {
 		return nil, err
 	}
+	ask := relay.Doctor
+	if ask == nil {
+		ask = peer.Doctor
+	}
+	diagnoseFleet(ctx, rep, fl.Hosts, rep.Fleet.Suspects, c.a, ask)
 	switch {
 	case c.interrupted:
 		rep.Stopped = "interrupted (" + ctx.Err().Error() + ")"

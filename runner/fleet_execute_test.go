@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/fleet"
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -39,6 +40,25 @@ type fakeRelay struct {
 	perPair    map[[2]int]int
 	running    int
 	maxRunning int
+	// doctored lists the hosts (index/device) whose doctor was asked;
+	// a host down in answer's eyes does not answer the doctor either.
+	doctored []string
+	downHost int
+}
+
+// Doctor stands in for peer.Doctor: one warning per host asked, or the
+// error of a serve that does not answer.
+func (f *fakeRelay) Doctor(_ context.Context, cfg peer.ClientConfig, device string, _ int) (*peer.FarReport, error) {
+	h := f.host(cfg.Addr)
+	f.mu.Lock()
+	f.doctored = append(f.doctored, fmt.Sprintf("%d/%s", h, device))
+	f.mu.Unlock()
+	if f.downHost != 0 && h == f.downHost {
+		return nil, &peer.Error{Addr: cfg.Addr, Stage: peer.StageConnecting, Err: errors.New("connection refused")}
+	}
+	return &peer.FarReport{Addr: cfg.Addr, Report: doctor.Report{Devices: []string{"mlx5_0"}, Checks: []doctor.Check{
+		{Name: "cpu.governor", Status: doctor.Warn, Found: fmt.Sprintf("powersave on host %d", h)},
+	}}}, nil
 }
 
 func (f *fakeRelay) host(addr string) int {
@@ -129,7 +149,7 @@ func fleetScenario(t *testing.T, n int, edit func(*Fleet)) *Scenario {
 func runFleet(t *testing.T, ctx context.Context, sc *Scenario, f *fakeRelay) *report.Report {
 	t.Helper()
 	f.hosts = sc.Fleet.Hosts
-	rep, err := ExecuteFleet(ctx, sc, Relay{Via: f}, Options{Tool: "rdmarun test"})
+	rep, err := ExecuteFleet(ctx, sc, Relay{Via: f, Doctor: f.Doctor}, Options{Tool: "rdmarun test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +232,9 @@ func TestExecuteFleetRounds(t *testing.T) {
 			if rep.Summary.Passed != 30 || rep.Summary.Runs != 30 || ExitStatus(rep) != 0 {
 				t.Errorf("summary %+v, exit %d", rep.Summary, ExitStatus(rep))
 			}
+			if len(f.doctored) != 0 || rep.Doctor != nil {
+				t.Errorf("a healthy fleet asked the doctor of %v (ends %+v)", f.doctored, rep.Doctor)
+			}
 			seen := map[string]int{}
 			for i, r := range rep.Runs {
 				if r.Pair == nil || r.Started.IsZero() || len(r.Verdicts) != 1 || r.Result == nil {
@@ -278,7 +301,7 @@ func down(h int) func(context.Context, relayCall, rdma.Test) (*rdma.Result, erro
 // others pass, the host is the suspect, and the run exits 1, not 4.
 func TestExecuteFleetUnreachable(t *testing.T) {
 	sc := fleetScenario(t, 4, nil)
-	f := &fakeRelay{answer: down(2)}
+	f := &fakeRelay{answer: down(2), downHost: 2}
 	rep := runFleet(t, context.Background(), sc, f)
 	for _, r := range rep.Runs {
 		p := r.Pair.Pair
@@ -310,6 +333,10 @@ func TestExecuteFleetUnreachable(t *testing.T) {
 	}
 	if rep.StopReason != "" || ExitStatus(rep) != 1 {
 		t.Errorf("stop reason %q, exit %d; want none and 1", rep.StopReason, ExitStatus(rep))
+	}
+	// The suspect's doctor is asked; it does not answer, and its end says so.
+	if len(rep.Doctor) != 1 || rep.Doctor[0].Host != "h2" || !strings.Contains(rep.Doctor[0].Error, "connection refused") {
+		t.Errorf("doctor ends %+v, want h2's, unanswered", rep.Doctor)
 	}
 }
 
@@ -359,6 +386,15 @@ func TestExecuteFleetConfirm(t *testing.T) {
 	s := rep.Fleet.Suspects
 	if len(s) != 1 || s[0].Kind != fleet.SuspectLink || s[0].Name != "h0 <-> h1" || !strings.Contains(strings.Join(s[0].Evidence, "\n"), "in all 3 runs") {
 		t.Errorf("suspects %+v, want the link h0 <-> h1 alone, failed in all 3 runs", s)
+	}
+	// A link suspect has its two ends examined, each once.
+	slices.Sort(f.doctored)
+	if got := fmt.Sprint(f.doctored); got != "[0/ 1/]" {
+		t.Errorf("doctor asked of %s, want [0/ 1/]", got)
+	}
+	if len(rep.Doctor) != 2 || rep.Doctor[0].Host != "h0" || rep.Doctor[1].Host != "h1" || len(rep.Doctor[1].Findings) != 1 ||
+		rep.Doctor[1].Findings[0].Found != "powersave on host 1" {
+		t.Errorf("doctor ends %+v, want h0's and h1's findings", rep.Doctor)
 	}
 	if ExitStatus(rep) != 1 {
 		t.Errorf("exit %d, want 1", ExitStatus(rep))

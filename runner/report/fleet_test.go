@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/fleet"
 	"github.com/rdmarun/rdmarun/internal/golden"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -399,5 +401,34 @@ func TestFleetHeatMapDense(t *testing.T) {
 	var w int
 	if _, err := fmt.Sscanf(svg[strings.Index(svg, `width="`):], `width="%d"`, &w); err != nil || w > 700 {
 		t.Errorf("width %d (%v), want at most 700 px for 20 hosts", w, err)
+	}
+}
+
+// TestFleetDoctorEverywhere: the findings on the suspects' hosts show in
+// every writer that shows a doctor, the compact text included.
+func TestFleetDoctorEverywhere(t *testing.T) {
+	r := fleetFixture(t)
+	r.Doctor = []DoctorEnd{
+		NewDoctorEnd("node3", doctor.Report{Devices: []string{"mlx5_0"}, Checks: []doctor.Check{
+			{Name: "pcie.width", Device: "mlx5_0", Status: doctor.Fail, Expected: "x16", Found: "x8 of x16"},
+		}}),
+		DoctorEndError("node1", errors.New("connection refused")),
+	}
+	for name, write := range map[string]func(*bytes.Buffer, *Report) error{
+		"text":    func(b *bytes.Buffer, r *Report) error { return Text(b, r) },
+		"compact": func(b *bytes.Buffer, r *Report) error { return Compact(b, r) },
+		"json":    func(b *bytes.Buffer, r *Report) error { return JSON(b, r) },
+		"junit":   func(b *bytes.Buffer, r *Report) error { return JUnit(b, r) },
+		"html":    func(b *bytes.Buffer, r *Report) error { return HTML(b, r) },
+	} {
+		var b bytes.Buffer
+		if err := write(&b, r); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, want := range []string{"x8 of x16", "connection refused"} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("%s output lacks %q", name, want)
+			}
+		}
 	}
 }

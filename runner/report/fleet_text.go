@@ -92,6 +92,10 @@ func fleetText(w io.Writer, r *Report, tables bool) error {
 			}
 		}
 	}
+	if len(r.Doctor) > 0 {
+		fmt.Fprintf(w, "\ndoctor on the suspects' hosts (checks at fail, warn or cannot_tell; rdmarun doctor lists them all):\n")
+		doctorText(w, r.Doctor, "  ")
+	}
 	summary(w, r)
 	return nil
 }

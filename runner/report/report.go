@@ -47,7 +47,9 @@ type Report struct {
 	// Fleet is set for a scenario run across hosts: (see Fleet).
 	Fleet *Fleet `json:"fleet,omitempty"`
 	// Doctor is set when a threshold failed: the doctor's findings on
-	// each end (this host first), which may say why.
+	// each end (this host first), which may say why. A fleet run sets it
+	// when it names suspects: the findings on the suspects' hosts, worst
+	// suspect first, named as the fleet lists them.
 	Doctor []DoctorEnd `json:"doctor,omitempty"`
 }
 
