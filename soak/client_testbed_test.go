@@ -135,10 +135,11 @@ func clientMain() int {
 	return 0
 }
 
-// isBusy: the responder had no test slot and said so; the client tries
-// again shortly.
+// isBusy: the responder had no test slot and said so (a *peer.BusyError,
+// with its retry hint); the client tries again.
 func isBusy(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "responder busy")
+	var busy *peer.BusyError
+	return errors.As(err, &busy)
 }
 
 // dial sets spec up, retrying busy answers with a growing pause.
