@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -62,7 +63,7 @@ func ParseLatency(r io.Reader) ([]Latency, error) {
 			return nil, fmt.Errorf("line %d: #iterations %q: %w", line, f[1], err)
 		}
 		for i, dst := range []*float64{&l.Min, &l.Max, &l.Typical, &l.Avg, &l.Stdev, &l.P99, &l.P999} {
-			if *dst, err = strconv.ParseFloat(f[i+2], 64); err != nil {
+			if *dst, err = parseFloat(f[i+2]); err != nil {
 				return nil, fmt.Errorf("line %d: column %d %q: %w", line, i+3, f[i+2], err)
 			}
 		}
@@ -123,7 +124,7 @@ func ParseBandwidth(r io.Reader) ([]Bandwidth, error) {
 			return nil, fmt.Errorf("line %d: #iterations %q: %w", line, f[1], err)
 		}
 		for i, dst := range []*float64{&b.PeakMiBps, &b.AvgMiBps, &b.MsgRateMpps} {
-			if *dst, err = strconv.ParseFloat(f[i+2], 64); err != nil {
+			if *dst, err = parseFloat(f[i+2]); err != nil {
 				return nil, fmt.Errorf("line %d: column %d %q: %w", line, i+3, f[i+2], err)
 			}
 		}
@@ -136,4 +137,15 @@ func ParseBandwidth(r io.Reader) ([]Bandwidth, error) {
 		return nil, fmt.Errorf("no bandwidth result in the report (did the test run to the end?)")
 	}
 	return out, nil
+}
+
+// parseFloat reads a perftest number. perftest prints with C's printf,
+// which writes a NaN (a standard deviation over one sample, a rate over
+// no time) as "-nan" or "nan"; Go's ParseFloat takes only the unsigned
+// spelling.
+func parseFloat(s string) (float64, error) {
+	if strings.EqualFold(strings.TrimLeft(s, "+-"), "nan") {
+		return math.NaN(), nil
+	}
+	return strconv.ParseFloat(s, 64)
 }

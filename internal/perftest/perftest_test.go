@@ -1,6 +1,7 @@
 package perftest
 
 import (
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -22,6 +23,28 @@ func TestParseLatencyReport(t *testing.T) {
 	want := Latency{Bytes: 2, Iterations: 200, Min: 34.14, Max: 193.25, Typical: 36.20, Avg: 41.80, Stdev: 18.96, P99: 191.51, P999: 193.25}
 	if got[0] != want {
 		t.Errorf("got %+v\nwant %+v", got[0], want)
+	}
+}
+
+// TestParseLatencyNaN: one iteration leaves perftest a standard
+// deviation of C's "-nan"; the row still parses, with NaN where perftest
+// had no number.
+func TestParseLatencyNaN(t *testing.T) {
+	hdr := " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]\n"
+	got, err := ParseLatency(strings.NewReader(hdr + " 2 1 30.10 30.10 30.10 30.10 -nan 30.10 30.10\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !math.IsNaN(got[0].Stdev) || got[0].Avg != 30.10 {
+		t.Errorf("got %+v, want stdev NaN and avg 30.10", got)
+	}
+	for _, s := range []string{"nan", "NaN", "+nan", "-NAN"} {
+		if v, err := parseFloat(s); err != nil || !math.IsNaN(v) {
+			t.Errorf("parseFloat(%q) = %v, %v; want NaN", s, v, err)
+		}
+	}
+	if _, err := parseFloat("-nanx"); err == nil {
+		t.Error("parseFloat(-nanx) succeeded")
 	}
 }
 
