@@ -9,21 +9,25 @@ import (
 	"github.com/rdmarun/rdmarun/units"
 )
 
-// The responder's limits a client cannot exceed. A test that asks for
-// more is refused before any RDMA resource is allocated, with a
-// LimitError naming the limit as the operator sets it: the flags of
-// rdmarun serve, whose ServerConfig fields these are.
-const (
-	limitMemory = "--max-memory"
-	limitQPs    = "--max-qps"
-	limitTest   = "--max-test"
-)
+// LimitKeys names, in refusals, where the operator sets each of the
+// responder's limits, so the message says what to raise: rdmarun
+// serve's flags (ServeLimitKeys) unless the program embedding the
+// responder sets them otherwise (rdmarun_exporter's responder.* keys).
+type LimitKeys struct {
+	Concurrent string // MaxConcurrent
+	Memory     string // MaxMemory
+	QPs        string // MaxQPs
+	Test       string // MaxTest
+}
+
+// ServeLimitKeys are rdmarun serve's flags, the default LimitKeys.
+var ServeLimitKeys = LimitKeys{Concurrent: "--max-concurrent", Memory: "--max-memory", QPs: "--max-qps", Test: "--max-test"}
 
 // LimitError is a test refused for asking more than the responder
 // allows. Its text reaches the client word for word, so it names the
 // limit, what the test asked and what is allowed.
 type LimitError struct {
-	Limit   string // the rdmarun serve flag, e.g. "--max-memory"
+	Limit   string // where the operator sets it, e.g. "--max-memory" (LimitKeys)
 	Asked   string // "the test registers 2GiB"
 	Allowed string // "1GiB per test"
 	// Retry: the test would fit once other tests end (the total was
@@ -52,13 +56,13 @@ func (s *Server) admit(spec rdma.Test, cfg rdma.EndpointConfig) (release func(),
 		// refuse it now.
 		extra := time.Duration(spec.StallTimeout) + s.cfg.StepTimeout
 		if d+extra > s.cfg.MaxTest {
-			return nil, &LimitError{Limit: limitTest, Asked: fmt.Sprintf("the test runs for %v, plus up to %v to drain and answer", d, extra), Allowed: fmt.Sprintf("%v per test", s.cfg.MaxTest)}
+			return nil, &LimitError{Limit: s.cfg.LimitKeys.Test, Asked: fmt.Sprintf("the test runs for %v, plus up to %v to drain and answer", d, extra), Allowed: fmt.Sprintf("%v per test", s.cfg.MaxTest)}
 		}
 	}
 	if spec.QPs > s.cfg.MaxQPs {
-		return nil, &LimitError{Limit: limitQPs, Asked: fmt.Sprintf("the test uses %d QPs", spec.QPs), Allowed: fmt.Sprintf("%d per test", s.cfg.MaxQPs)}
+		return nil, &LimitError{Limit: s.cfg.LimitKeys.QPs, Asked: fmt.Sprintf("the test uses %d QPs", spec.QPs), Allowed: fmt.Sprintf("%d per test", s.cfg.MaxQPs)}
 	}
-	return s.memory.reserve(cfg.RegisteredBytes())
+	return s.memory.reserve(cfg.RegisteredBytes(), s.cfg.LimitKeys.Memory)
 }
 
 // memoryBudget is the memory registered for tests and kept sessions at
@@ -71,14 +75,14 @@ type memoryBudget struct {
 	holders int
 }
 
-func (b *memoryBudget) reserve(n int64) (release func(), err error) {
+func (b *memoryBudget) reserve(n int64, key string) (release func(), err error) {
 	if n > b.max {
-		return nil, &LimitError{Limit: limitMemory, Asked: "the test registers " + sizeText(n), Allowed: sizeText(b.max) + " per test and in total"}
+		return nil, &LimitError{Limit: key, Asked: "the test registers " + sizeText(n), Allowed: sizeText(b.max) + " per test and in total"}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.used+n > b.max {
-		return nil, &LimitError{Limit: limitMemory, Retry: true,
+		return nil, &LimitError{Limit: key, Retry: true,
 			Asked:   fmt.Sprintf("the test registers %s and %d tests and kept sessions hold %s", sizeText(n), b.holders, sizeText(b.used)),
 			Allowed: sizeText(b.max) + " in total"}
 	}

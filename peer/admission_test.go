@@ -76,23 +76,43 @@ func TestAdmissionRefuses(t *testing.T) {
 // The total is booked from admission to release: a test that fits alone
 // but not beside the others is refused as one to retry, and fits again
 // once they release.
+// A responder embedded elsewhere (rdmarun_exporter's) names its own
+// keys, which is what its operator can raise.
+func TestAdmissionLimitKeys(t *testing.T) {
+	keys := LimitKeys{Concurrent: "responder.max_concurrent", Memory: "responder.max_memory", QPs: "responder.max_qps", Test: "responder.max_test"}
+	addr, _ := startServer(t, ServerConfig{MaxMemory: 4 << 20, MaxQPs: 4, LimitKeys: keys})
+	for spec, want := range map[*rdma.TestSpec]string{
+		{Op: rdma.OpWrite, QPs: 8}: "(responder.max_qps)",
+		{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 1 << 20, QPs: 4}: "(responder.max_memory)",
+		{Op: rdma.OpWrite, Duration: rdma.Duration(time.Hour)}:                    "(responder.max_test)",
+	} {
+		var re *ctrl.RemoteError
+		if err := askSpec(t, addr, *spec); !errors.As(err, &re) || !strings.HasSuffix(re.Msg, want) {
+			t.Errorf("%+v: got %v, want a refusal ending %q", *spec, err, want)
+		}
+	}
+	if got := busyMessage(4, 4, time.Second, keys.Concurrent); !strings.Contains(got, "(responder.max_concurrent 4)") {
+		t.Errorf("busy answer %q does not name responder.max_concurrent", got)
+	}
+}
+
 func TestMemoryBudget(t *testing.T) {
 	b := memoryBudget{max: 10 << 20}
-	first, err := b.reserve(4 << 20)
+	first, err := b.reserve(4<<20, "--max-memory")
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := b.reserve(4 << 20)
+	second, err := b.reserve(4<<20, "--max-memory")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.reserve(4 << 20)
+	_, err = b.reserve(4<<20, "--max-memory")
 	var le *LimitError
 	if !errors.As(err, &le) || !le.Retry || le.Limit != "--max-memory" ||
 		err.Error() != "responder refused: the test registers 4MiB and 2 tests and kept sessions hold 8MiB; the responder allows 10MiB in total (--max-memory); retry when they end" {
 		t.Errorf("past the total: %v", err)
 	}
-	if _, err := b.reserve(11 << 20); !errors.As(err, &le) || le.Retry {
+	if _, err := b.reserve(11<<20, "--max-memory"); !errors.As(err, &le) || le.Retry {
 		t.Errorf("past the total alone: %v, want a refusal not worth retrying", err)
 	}
 	first()
@@ -100,7 +120,7 @@ func TestMemoryBudget(t *testing.T) {
 	if used, n := b.inUse(); used != 4<<20 || n != 1 {
 		t.Errorf("after one release: %d bytes by %d, want 4MiB by 1", used, n)
 	}
-	third, err := b.reserve(6 << 20)
+	third, err := b.reserve(6<<20, "--max-memory")
 	if err != nil {
 		t.Errorf("after a release: %v", err)
 	} else {
@@ -147,7 +167,7 @@ func TestParseBusy(t *testing.T) {
 		retry   time.Duration
 		ok      bool
 	}{
-		{busyMessage(4, 4, 7*time.Second), 4, 7 * time.Second, true},
+		{busyMessage(4, 4, 7*time.Second, "--max-concurrent"), 4, 7 * time.Second, true},
 		// The answer of a responder from before the hint.
 		{"responder busy: 4 tests under way; try again shortly", 4, 0, true},
 		{"responder busy: 2 tests under way for longer than 10s; try again shortly", 2, 0, true},
@@ -165,7 +185,7 @@ func TestParseBusy(t *testing.T) {
 }
 
 func FuzzParseBusy(f *testing.F) {
-	f.Add(busyMessage(4, 4, 7*time.Second))
+	f.Add(busyMessage(4, 4, 7*time.Second, "--max-concurrent"))
 	f.Add("responder busy: 4 tests under way; try again shortly")
 	f.Add("responder busy: 99999999999999999999 tests under way; retry after 99999999999999s")
 	f.Add("responder busy: ")
@@ -179,7 +199,7 @@ func FuzzParseBusy(f *testing.F) {
 		}
 		if ok {
 			// What this build writes, it reads back the same.
-			again, r2, ok2 := parseBusy(busyMessage(running, running, retry))
+			again, r2, ok2 := parseBusy(busyMessage(running, running, retry, "--max-concurrent"))
 			if !ok2 || again != running || r2 != retry.Truncate(time.Second) {
 				t.Errorf("%q: round trip gave %d, %v, %v", msg, again, r2, ok2)
 			}

@@ -29,8 +29,8 @@ func (e *BusyError) Unwrap() error { return e.Err }
 const busyPrefix = "responder busy: "
 
 // busyMessage is the responder's busy answer.
-func busyMessage(running, max int, retry time.Duration) string {
-	return fmt.Sprintf("%s%d tests under way (--max-concurrent %d); retry after %ds", busyPrefix, running, max, int64(retry/time.Second))
+func busyMessage(running, max int, retry time.Duration, key string) string {
+	return fmt.Sprintf("%s%d tests under way (%s %d); retry after %ds", busyPrefix, running, key, max, int64(retry/time.Second))
 }
 
 // parseBusy reads a busy answer back; ok is false for any other message.

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -51,7 +52,10 @@ type ServerConfig struct {
 	MaxMemory int64
 	// MaxQPs bounds the QPs of one test; 0 means 64.
 	MaxQPs int
-	Logger *slog.Logger
+	// LimitKeys names the limits in refusals; zero fields take
+	// ServeLimitKeys'.
+	LimitKeys LimitKeys
+	Logger    *slog.Logger
 	// DialTLS, when set, is the client TLS configuration for the tests
 	// this responder runs itself on a coordinator's behalf (relays).
 	DialTLS *tls.Config
@@ -116,6 +120,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxQPs == 0 {
 		cfg.MaxQPs = 64
 	}
+	k, d := &cfg.LimitKeys, ServeLimitKeys
+	k.Concurrent, k.Memory, k.QPs, k.Test = cmp.Or(k.Concurrent, d.Concurrent), cmp.Or(k.Memory, d.Memory), cmp.Or(k.QPs, d.QPs), cmp.Or(k.Test, d.Test)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -421,7 +427,7 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 			// still there and must learn which limit stopped it. By
 			// the clock, not ctx.Err(): the channel's read deadline,
 			// set to ctx's, may fire before ctx's own timer.
-			return fail(fmt.Errorf("the test ran for the %v this responder allows per test (%s) and was stopped; a test given by iterations cannot be bounded before it runs: give it a duration, or fewer iterations", s.cfg.MaxTest, limitTest))
+			return fail(fmt.Errorf("the test ran for the %v this responder allows per test (%s) and was stopped; a test given by iterations cannot be bounded before it runs: give it a duration, or fewer iterations", s.cfg.MaxTest, s.cfg.LimitKeys.Test))
 		}
 		// The client is gone or broke the protocol: nobody to tell.
 		return linkErr
@@ -512,7 +518,7 @@ func (s *Server) busy() string {
 	s.mu.Unlock()
 	retry := min(max(first, time.Second), s.cfg.MaxTest)
 	retry = (retry + time.Second - 1).Truncate(time.Second)
-	return busyMessage(running, s.cfg.MaxConcurrent, retry)
+	return busyMessage(running, s.cfg.MaxConcurrent, retry, s.cfg.LimitKeys.Concurrent)
 }
 
 func (s *Server) send(ctx context.Context, c *ctrl.Conn, k ctrl.Kind, v any) error {

@@ -74,7 +74,9 @@ func serveResponder(ctx context.Context, cfg config.Responder, device, token str
 			return err
 		}
 	}
-	srv, err := peer.NewServer(peer.ServerConfig{Device: device, GIDIndex: rdma.AutoGIDIndex, Token: token, Logger: logger})
+	scfg := peer.ServerConfig{Device: device, GIDIndex: rdma.AutoGIDIndex, Token: token, Logger: logger}
+	cfg.SetLimits(&scfg)
+	srv, err := peer.NewServer(scfg)
 	if err != nil {
 		return err
 	}

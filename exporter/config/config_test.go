@@ -53,7 +53,8 @@ func TestLoadGood(t *testing.T) {
 		},
 		Responder: Responder{
 			Listen: "127.0.0.1:9999", Device: "rxe0", TokenFile: "testdata/token",
-			TLS: TLS{CertFile: "testdata/tls/cert.pem", KeyFile: "testdata/tls/key.pem", ClientCAFile: "/etc/ca.pem"},
+			TLS:           TLS{CertFile: "testdata/tls/cert.pem", KeyFile: "testdata/tls/key.pem", ClientCAFile: "/etc/ca.pem"},
+			MaxConcurrent: 8, MaxMemory: "256MiB", maxMemory: 256 << 20, MaxQPs: 64, MaxTest: 2 * time.Minute,
 		},
 		Mesh: Mesh{
 			MaxTargets: 16, Rotate: 30 * time.Minute, Source: "node-c",
@@ -88,7 +89,7 @@ func TestParseDefaults(t *testing.T) {
 		if c.Targets.MaxProbesPerSecond != 10 || c.Targets.Jitter != 0.1 || c.Targets.MaxPerModule != 1000 || c.Targets.MaxProbeSeries != 5000 {
 			t.Errorf("Parse(%q) targets = %+v, want rate 10, jitter 0.1, max_per_module 1000, max_probe_series 5000", in, c.Targets)
 		}
-		if want := (Responder{Enabled: true, Listen: ":18520"}); c.Responder != want {
+		if want := (Responder{Enabled: true, Listen: ":18520", MaxConcurrent: 4, MaxMemory: "1GiB", maxMemory: 1 << 30, MaxQPs: 64, MaxTest: 10 * time.Minute}); c.Responder != want {
 			t.Errorf("Parse(%q) responder = %+v, want %+v", in, c.Responder, want)
 		}
 	}
@@ -126,6 +127,11 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"duplicate-target", `targets: duplicate target name "n1"`},
 		{"tls-half", `responder: tls: cert_file and key_file go together`},
 		{"count", `module "m": count 100001: want 1 to 100000 round trips per probe (more is a benchmark: rdmarun bench)`},
+		{"responder-max-memory", `responder: max_memory: size "lots" is not a whole number with an optional unit (B, KiB, MiB, GiB, KB, MB, GB)`},
+		{"responder-max-memory-zero", `responder: max_memory 0: want a positive size such as 256MiB (the default is 1GiB)`},
+		{"responder-max-concurrent", `responder: max_concurrent 0: want 1 or more tests at once (the default is 4)`},
+		{"responder-max-qps", `responder: max_qps -1: want 1 or more QPs per test (the default is 64)`},
+		{"responder-max-test", `responder: max_test 0s: want a positive duration (the default is 10m0s)`},
 		{"responder-tls-missing", "responder: tls: ctrl: TLS CertFile testdata/no-such-cert.pem does not exist\nctrl: TLS KeyFile testdata/no-such-key.pem does not exist"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

@@ -3,8 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/units"
 )
 
 // Responder is the in-process responder that lets other exporters probe
@@ -19,6 +23,26 @@ type Responder struct {
 	// responder may serve a network address without a token or client
 	// certificates. Without it such a responder stays off.
 	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
+	// The limits of rdmarun serve's flags of the same names: probes
+	// beyond them are refused, naming these keys. The defaults are
+	// serve's; a node probed by more exporters than max_concurrent at
+	// once answers the rest "busy" with a retry hint.
+	MaxConcurrent int           `yaml:"max_concurrent"`
+	MaxMemory     string        `yaml:"max_memory"` // e.g. 256MiB
+	MaxQPs        int           `yaml:"max_qps"`
+	MaxTest       time.Duration `yaml:"max_test"`
+	// maxMemory is MaxMemory in bytes.
+	maxMemory int64
+}
+
+// SetLimits puts the responder's limits into cfg, with the keys its
+// refusals name.
+func (r Responder) SetLimits(cfg *peer.ServerConfig) {
+	cfg.MaxConcurrent, cfg.MaxMemory, cfg.MaxQPs, cfg.MaxTest = r.MaxConcurrent, r.maxMemory, r.MaxQPs, r.MaxTest
+	cfg.LimitKeys = peer.LimitKeys{
+		Concurrent: "responder.max_concurrent", Memory: "responder.max_memory",
+		QPs: "responder.max_qps", Test: "responder.max_test",
+	}
 }
 
 // TLS protects the responder's control channel, which carries rkeys.
@@ -34,7 +58,10 @@ func (t TLS) Ctrl() ctrl.TLSConfig {
 }
 
 // defaultResponder is what a responder takes for absent keys.
-var defaultResponder = Responder{Enabled: true, Listen: ":18520"}
+var defaultResponder = Responder{
+	Enabled: true, Listen: ":18520",
+	MaxConcurrent: 4, MaxMemory: "1GiB", maxMemory: 1 << 30, MaxQPs: 64, MaxTest: 10 * time.Minute,
+}
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (r *Responder) UnmarshalYAML(unmarshal func(any) error) error {
@@ -46,6 +73,9 @@ func (r *Responder) UnmarshalYAML(unmarshal func(any) error) error {
 	if err := checkHostPort(r.Listen, true); err != nil {
 		return fmt.Errorf("responder: listen: %w", err)
 	}
+	if err := r.checkLimits(); err != nil {
+		return fmt.Errorf("responder: %w", err)
+	}
 	tls := r.TLS
 	if (tls.CertFile == "") != (tls.KeyFile == "") {
 		return errors.New("responder: tls: cert_file and key_file go together")
@@ -53,5 +83,25 @@ func (r *Responder) UnmarshalYAML(unmarshal func(any) error) error {
 	if tls.ClientCAFile != "" && tls.CertFile == "" {
 		return errors.New("responder: tls: client_ca_file needs cert_file and key_file")
 	}
+	return nil
+}
+
+func (r *Responder) checkLimits() error {
+	switch {
+	case r.MaxConcurrent < 1:
+		return fmt.Errorf("max_concurrent %d: want 1 or more tests at once (the default is %d)", r.MaxConcurrent, defaultResponder.MaxConcurrent)
+	case r.MaxQPs < 1:
+		return fmt.Errorf("max_qps %d: want 1 or more QPs per test (the default is %d)", r.MaxQPs, defaultResponder.MaxQPs)
+	case r.MaxTest <= 0:
+		return fmt.Errorf("max_test %v: want a positive duration (the default is %v)", r.MaxTest, defaultResponder.MaxTest)
+	}
+	n, err := units.ParseBytes(r.MaxMemory)
+	if err != nil {
+		return fmt.Errorf("max_memory: %w", err)
+	}
+	if n == 0 || n > math.MaxInt64 {
+		return fmt.Errorf("max_memory %s: want a positive size such as 256MiB (the default is %s)", r.MaxMemory, defaultResponder.MaxMemory)
+	}
+	r.maxMemory = int64(n)
 	return nil
 }
