@@ -165,12 +165,10 @@ func measureCost(t *testing.T, bin, token string, c costCase, window time.Durati
 		fmt.Fprintf(&cfg, "    - {name: t%02d, address: \"%s:%d\", module: default}\n", i+1, addrA, 18601+i)
 	}
 	cfg.WriteString("responder: {enabled: false, token_file: token}\n")
-	if knowsDoctorKey(t, bin, dir) {
-		// The doctor runs at start and reads every port's files: its
-		// cost is its own, not probing's.
-		cfg.WriteString("doctor: {enabled: false}\n")
-	}
-	e := runExporterBinary(t, bin, dir, "cost", freePort(t, "127.0.0.1"), cfg.String(), "--device=rxe1", "--log.level=info")
+	// The doctor runs at start and reads every port's files: its cost is
+	// its own, not probing's.
+	config := withoutDoctor(t, bin, dir, cfg.String())
+	e := runExporterBinary(t, bin, dir, "cost", freePort(t, "127.0.0.1"), config, "--device=rxe1", "--log.level=info")
 	defer func() {
 		if err := e.stop(); err != nil {
 			t.Errorf("exporter: %v", err)
@@ -213,15 +211,23 @@ func measureCost(t *testing.T, bin, token string, c costCase, window time.Durati
 	return out
 }
 
-// knowsDoctorKey reports whether bin's config has a doctor section: a
-// baseline built before the exporter ran the doctor refuses the key.
-func knowsDoctorKey(t *testing.T, bin, dir string) bool {
+// withoutDoctor adds doctor.enabled: false to config when bin accepts
+// it: a baseline built before the exporter ran the doctor refuses the
+// key, and has no doctor to turn off.
+func withoutDoctor(t *testing.T, bin, dir, config string) string {
 	t.Helper()
+	off := config + "doctor: {enabled: false}\n"
 	file := filepath.Join(dir, "doctor-check.yml")
-	if err := os.WriteFile(file, []byte("doctor: {enabled: false}\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(off), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return exec.Command(bin, "--config.file="+file, "--config.check").Run() == nil
+	cmd := exec.Command(bin, "--config.file="+file, "--config.check")
+	cmd.Dir = dir // the token file is relative
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("%s takes no doctor key (%v: %s); it runs no doctor", bin, err, strings.TrimSpace(string(out)))
+		return config
+	}
+	return off
 }
 
 // latencySum is the sum of every rdma_probe_latency_seconds series.
