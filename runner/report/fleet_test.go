@@ -178,14 +178,17 @@ func TestFleetWriters(t *testing.T) {
 
 // Every output must name the suspects, and show the matrices in units a
 // person reads: microseconds and Gb/s.
+// fleetWriters are every writer of a fleet report, by name.
+var fleetWriters = map[string]func(*bytes.Buffer, *Report) error{
+	"text":    func(b *bytes.Buffer, r *Report) error { return Text(b, r) },
+	"compact": func(b *bytes.Buffer, r *Report) error { return Compact(b, r) },
+	"json":    func(b *bytes.Buffer, r *Report) error { return JSON(b, r) },
+	"junit":   func(b *bytes.Buffer, r *Report) error { return JUnit(b, r) },
+	"html":    func(b *bytes.Buffer, r *Report) error { return HTML(b, r) },
+}
+
 func TestFleetSuspectsEverywhere(t *testing.T) {
-	for name, write := range map[string]func(*bytes.Buffer, *Report) error{
-		"text":    func(b *bytes.Buffer, r *Report) error { return Text(b, r) },
-		"compact": func(b *bytes.Buffer, r *Report) error { return Compact(b, r) },
-		"json":    func(b *bytes.Buffer, r *Report) error { return JSON(b, r) },
-		"junit":   func(b *bytes.Buffer, r *Report) error { return JUnit(b, r) },
-		"html":    func(b *bytes.Buffer, r *Report) error { return HTML(b, r) },
-	} {
+	for name, write := range fleetWriters {
 		var b bytes.Buffer
 		if err := write(&b, fleetFixture(t)); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -414,13 +417,7 @@ func TestFleetDoctorEverywhere(t *testing.T) {
 		}}),
 		DoctorEndError("node1", errors.New("connection refused")),
 	}
-	for name, write := range map[string]func(*bytes.Buffer, *Report) error{
-		"text":    func(b *bytes.Buffer, r *Report) error { return Text(b, r) },
-		"compact": func(b *bytes.Buffer, r *Report) error { return Compact(b, r) },
-		"json":    func(b *bytes.Buffer, r *Report) error { return JSON(b, r) },
-		"junit":   func(b *bytes.Buffer, r *Report) error { return JUnit(b, r) },
-		"html":    func(b *bytes.Buffer, r *Report) error { return HTML(b, r) },
-	} {
+	for name, write := range fleetWriters {
 		var b bytes.Buffer
 		if err := write(&b, r); err != nil {
 			t.Fatalf("%s: %v", name, err)
