@@ -28,24 +28,8 @@ func startDoctorServerTLS(t *testing.T, cfg ServerConfig, fixture string, tlsCfg
 	t.Helper()
 	env := doctortest.SavedHost(t, "../doctor/testdata/"+fixture)
 	cfg.DoctorEnv = func() doctor.Env { return env }
-	srv, err := NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := ctrl.Listen("127.0.0.1:0", tlsCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	return ln.Addr().String()
+	addr, _ := serve(t, "127.0.0.1", cfg, tlsCfg)
+	return addr
 }
 
 // The far end answers with the same report its own `rdmarun doctor`

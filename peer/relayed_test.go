@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -65,11 +66,19 @@ func startServer(t *testing.T, cfg ServerConfig) (string, *Server) {
 func startServerOn(t *testing.T, host string, cfg ServerConfig) (string, *Server) {
 	t.Helper()
 	cfg.Device = "none"
+	return serve(t, host, cfg, nil)
+}
+
+// serve runs a responder with cfg on a free port of host until the test
+// ends, with TLS when tlsCfg is set; the test fails if it does not stop
+// cleanly.
+func serve(t *testing.T, host string, cfg ServerConfig, tlsCfg *tls.Config) (string, *Server) {
+	t.Helper()
 	srv, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := ctrl.Listen(net.JoinHostPort(host, "0"), nil)
+	ln, err := ctrl.Listen(net.JoinHostPort(host, "0"), tlsCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
