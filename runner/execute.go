@@ -129,7 +129,8 @@ func envValues(env Env, names []string) map[string]float64 {
 	t := v.Type()
 	for i := range t.NumField() {
 		name := t.Field(i).Tag.Get("expr")
-		if !want[name] {
+		if !want[name] || env.categoryError(name) != nil {
+			// A category a side does not report is not a zero.
 			continue
 		}
 		switch f := v.Field(i); f.Kind() {

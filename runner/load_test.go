@@ -105,7 +105,7 @@ invalid-size-range.yaml:6:12: sizes: from 8MiB is larger than to 4KiB; write fro
 invalid-size-range.yaml:10:43: factor: 1 would not grow the size; write a number larger than 1, such as 2
 invalid-size-range.yaml:14:12: sizes: the range from 1B to 1MiB by 1.1 has more than 64 sizes; raise factor or narrow the range`},
 		{file: "invalid-unknown-name.yaml", want: `
-invalid-unknown-name.yaml:6:11: pass: unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, counter("name")`},
+invalid-unknown-name.yaml:6:11: pass: unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`},
 		{file: "invalid-not-boolean.yaml", want: `
 invalid-not-boolean.yaml:6:11: pass: "p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`},
 		{file: "invalid-read-uc.yaml", want: `

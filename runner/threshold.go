@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/rdmarun/rdmarun/portstats"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -56,10 +58,31 @@ type Env struct {
 	Op       string  `expr:"op"`        // send, write, read, ...
 	LinkGbps float64 `expr:"link_gbps"` // the port's rate, 10^9 bit/s
 
+	// The counter categories (portstats.CategoryNames), summed over the
+	// two sides like retries. The paused times are microseconds, like the
+	// latencies, so `pause_rx_us < 1ms` reads as written.
+	Retransmits int     `expr:"retransmits"`
+	SeqErrors   int     `expr:"seq_errors"`
+	CNPSent     int     `expr:"cnp_sent"`
+	CNPHandled  int     `expr:"cnp_handled"`
+	ECNMarked   int     `expr:"ecn_marked"`
+	PauseRx     int     `expr:"pause_rx"`
+	PauseTx     int     `expr:"pause_tx"`
+	PauseRxUs   float64 `expr:"pause_rx_us"`
+	PauseTxUs   float64 `expr:"pause_tx_us"`
+
 	// Counter returns a port counter's delta over the run, summed over the
 	// two sides: counter("rnr_nak_retry_err"). A name may be prefixed with
-	// "counters/" or "hw_counters/" to pick the directory.
+	// "counters/" or "hw_counters/" to pick the directory, or with
+	// "ethtool/" for the netdev's pause statistics.
 	Counter func(name string) (int, error) `expr:"counter" json:"-"`
+
+	// unreported says, for each category a side's driver does not count,
+	// why: its field above then holds only the other side's share, and a
+	// condition reading it must fail rather than judge a partial sum or a
+	// zero (see Eval). NewEnv sets it; an Env built by hand without
+	// Counter has no counters at all.
+	unreported map[string]error
 }
 
 type metricKind int
@@ -100,6 +123,15 @@ var envNames = []envName{
 	{"mode", "", anyRun, `completion mode, "busy_poll" or "event"`},
 	{"op", "", anyRun, `operation, e.g. "write"`},
 	{"link_gbps", "Gb/s", anyRun, "the port's link rate, 10^9 bit/s"},
+	{portstats.Retransmits, "", anyRun, "transport retransmits (the requester resent after an ACK timeout, or the driver's retry count), both sides"},
+	{portstats.SeqErrors, "", anyRun, "packet sequence errors (NAKs received, out-of-order packets), both sides"},
+	{portstats.CNPSent, "", anyRun, "congestion notification packets sent, both sides"},
+	{portstats.CNPHandled, "", anyRun, "congestion notification packets acted on, both sides"},
+	{portstats.ECNMarked, "", anyRun, "RoCE packets received marked ECN congestion experienced, both sides"},
+	{portstats.PauseRx, "", anyRun, "pause frames received (the peer stopped us), all priorities, both sides"},
+	{portstats.PauseTx, "", anyRun, "pause frames sent (we stopped the peer), all priorities, both sides"},
+	{portstats.PauseRxUs, "us", anyRun, "time stopped by pause frames received, both sides"},
+	{portstats.PauseTxUs, "us", anyRun, "time the peer was asked to stop by pause frames sent, both sides"},
 	{"counter", "", anyRun, `counter("name"): a port counter's delta, both sides`},
 }
 
@@ -314,8 +346,16 @@ func (t *Threshold) namesOf(k metricKind) []string {
 	return out
 }
 
-// Eval judges the condition on one run's environment.
+// Eval judges the condition on one run's environment. A condition that
+// reads a category a side does not report is an error, like counter()
+// of a counter neither side has: either side may hold the whole story,
+// so judging the rest, or a zero, could pass a run it should fail.
 func (t *Threshold) Eval(env Env) (bool, error) {
+	for _, name := range t.names {
+		if err := env.categoryError(name); err != nil {
+			return false, fmt.Errorf("threshold %q: %w", t.src, err)
+		}
+	}
 	if env.Counter == nil {
 		env.Counter = noCounters
 	}
@@ -338,13 +378,28 @@ func noCounters(name string) (int, error) {
 	return 0, fmt.Errorf("counter(%q): this run recorded no port counters", name)
 }
 
+// categoryError says why the category name cannot be judged, or nil when
+// every side reports it (or name is not a category).
+func (e Env) categoryError(name string) error {
+	if !slices.Contains(portstats.CategoryNames, name) {
+		return nil
+	}
+	if e.unreported == nil && e.Counter == nil {
+		return fmt.Errorf("%s: this run recorded no port counters", name)
+	}
+	return e.unreported[name]
+}
+
 // Values returns the numbers the condition read, keyed by name, so a
 // report can show what a verdict was based on: {"p99": 4.2}. counter()
-// calls appear as counter("name"); string names (mode, op) and counters
-// the run did not record are left out.
+// calls appear as counter("name"); string names (mode, op), and counters
+// and categories the run did not record, are left out.
 func (t *Threshold) Values(env Env) map[string]float64 {
 	out := map[string]float64{}
 	for _, name := range t.names {
+		if env.categoryError(name) != nil {
+			continue
+		}
 		switch v, _ := env.Value(name); v := v.(type) {
 		case float64:
 			out[name] = v
@@ -396,6 +451,7 @@ func (e Env) Value(name string) (any, bool) {
 func NewEnv(res *rdma.Result, linkGbps float64) Env {
 	e := Env{LinkGbps: linkGbps, Counter: noCounters}
 	if res == nil {
+		e.addCategories(nil, nil)
 		return e
 	}
 	e.Size, e.QPs = res.Spec.Size, res.Spec.QPs
@@ -421,16 +477,79 @@ func NewEnv(res *rdma.Result, linkGbps float64) Env {
 		v, _ := counterSum(sides, name)
 		e.Retries = addClamped(e.Retries, uint64(v))
 	}
+	e.addCategories(res, sides)
 	if len(sides) > 0 {
 		e.Counter = func(name string) (int, error) {
 			v, ok := counterSum(sides, name)
 			if !ok {
-				return 0, fmt.Errorf("counter(%q): no such counter on either side's port (see counters/ and hw_counters/ under /sys/class/infiniband/DEVICE/ports/PORT)", name)
+				return 0, fmt.Errorf("counter(%q): no such counter on either side's port (see counters/ and hw_counters/ under /sys/class/infiniband/DEVICE/ports/PORT, and ethtool/ for the netdev's pause statistics)", name)
 			}
 			return v, nil
 		}
 	}
 	return e
+}
+
+// sideRole names side i of rdma.Result.Sides, which lists the requester
+// first.
+func sideRole(i int) string {
+	switch i {
+	case 0:
+		return "requester"
+	case 1:
+		return "responder"
+	}
+	return fmt.Sprintf("side %d", i)
+}
+
+// addCategories sums the sides' categories into e, and records in
+// e.unreported why each category some side lacks cannot be judged.
+func (e *Env) addCategories(res *rdma.Result, sides []rdma.SideSummary) {
+	e.unreported = map[string]error{}
+	ints := map[string]*int{
+		portstats.Retransmits: &e.Retransmits, portstats.SeqErrors: &e.SeqErrors,
+		portstats.CNPSent: &e.CNPSent, portstats.CNPHandled: &e.CNPHandled, portstats.ECNMarked: &e.ECNMarked,
+		portstats.PauseRx: &e.PauseRx, portstats.PauseTx: &e.PauseTx,
+	}
+	floats := map[string]*float64{portstats.PauseRxUs: &e.PauseRxUs, portstats.PauseTxUs: &e.PauseTxUs}
+	for _, cat := range portstats.CategoryNames {
+		if len(sides) == 0 {
+			e.unreported[cat] = fmt.Errorf("%s: this run recorded no port counters", cat)
+			continue
+		}
+		var why []string
+		for i, side := range sides {
+			c := side.Counters.Categories
+			if !c.Reported(cat) {
+				why = append(why, fmt.Sprintf("not reported by the %s (%s): %s", sideRole(i), sideDevice(res, i, side), c.Why(cat)))
+				continue
+			}
+			v := c.Values[cat]
+			if p, ok := ints[cat]; ok {
+				*p = addClamped(*p, v)
+			} else {
+				*floats[cat] += float64(v)
+			}
+		}
+		if len(why) > 0 {
+			e.unreported[cat] = fmt.Errorf("%s: %s", cat, strings.Join(why, "; "))
+		}
+	}
+}
+
+// sideDevice names the device of side i, from the endpoint when the side
+// did not say.
+func sideDevice(res *rdma.Result, i int, side rdma.SideSummary) string {
+	if side.Device != "" {
+		return side.Device
+	}
+	if res != nil && i == 0 {
+		return res.Requester.Device
+	}
+	if res != nil && i == 1 {
+		return res.Responder.Device
+	}
+	return "unknown device"
 }
 
 // countedSides returns the sides whose counters add up: when both ends of
@@ -457,8 +576,10 @@ func counterSum(sides []rdma.SideSummary, name string) (sum int, found bool) {
 		for _, m := range []struct {
 			dir string
 			m   map[string]uint64
-		}{{"counters", side.Counters.Counters}, {"hw_counters", side.Counters.HWCounters}} {
-			if hasDir && dir != m.dir {
+		}{{"counters", side.Counters.Counters}, {"hw_counters", side.Counters.HWCounters}, {"ethtool", side.Counters.Ethtool}} {
+			// The netdev's statistics are not the port's: a bare name
+			// stays with the port's directories, as it always has.
+			if hasDir && dir != m.dir || !hasDir && m.dir == "ethtool" {
 				continue
 			}
 			if v, ok := m.m[base]; ok {

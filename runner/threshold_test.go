@@ -43,17 +43,18 @@ func TestRewriteDurations(t *testing.T) {
 
 func TestCompileThresholdErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		"":            "empty condition; write one such as p99 < 5us && errors == 0",
-		"p98 < 5us":   `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, counter("name")`,
-		"bw_gpbs > 1": `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, counter("name")`,
-		"latency < 5": `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, counter("name")`,
-		"p99 * 2":     `"p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`,
-		"errors":      `"errors" is a number, not true or false; write a comparison such as p99 < 5us`,
-		"mode":        `"mode" is a string, not true or false; write a comparison such as p99 < 5us`,
-		"p99 < 5 us":  `unexpected token Identifier("us") in "p99 < 5 us"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
-		"p99 <":       `unexpected token EOF in "p99 <"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
-		"counter(1)":  `cannot use int as argument (type string) to call counter  in "counter(1)"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
-		"mode == 5":   `invalid operation: == (mismatched types string and int) in "mode == 5"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"":                 "empty condition; write one such as p99 < 5us && errors == 0",
+		"p98 < 5us":        `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`,
+		"bw_gpbs > 1":      `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`,
+		"latency < 5":      `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`,
+		"pause_rxus < 1ms": `unknown name pause_rxus (did you mean pause_rx_us?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`,
+		"p99 * 2":          `"p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`,
+		"errors":           `"errors" is a number, not true or false; write a comparison such as p99 < 5us`,
+		"mode":             `"mode" is a string, not true or false; write a comparison such as p99 < 5us`,
+		"p99 < 5 us":       `unexpected token Identifier("us") in "p99 < 5 us"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"p99 <":            `unexpected token EOF in "p99 <"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"counter(1)":       `cannot use int as argument (type string) to call counter  in "counter(1)"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"mode == 5":        `invalid operation: == (mismatched types string and int) in "mode == 5"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
 		strings.Repeat("p99 < 1 && ", 100) + "true": "condition is 1104 characters long; at most 1000",
 	} {
 		_, err := CompileThreshold(src)
@@ -182,7 +183,9 @@ func TestEnvNamesMatchStruct(t *testing.T) {
 	var fields []string
 	typ := reflect.TypeFor[Env]()
 	for i := range typ.NumField() {
-		fields = append(fields, typ.Field(i).Tag.Get("expr"))
+		if f := typ.Field(i); f.IsExported() {
+			fields = append(fields, f.Tag.Get("expr"))
+		}
 	}
 	if got := knownNames(); !slices.Equal(got, fields) {
 		t.Errorf("envNames %v\nEnv fields %v", got, fields)
@@ -224,7 +227,7 @@ func TestNewEnv(t *testing.T) {
 		Retries: 8, Size: 64, QPs: 2, Mode: "event", Op: "send", LinkGbps: 25,
 	}
 	got := e
-	got.Counter = nil
+	got.Counter, got.unreported = nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("NewEnv =\n%+v\nwant\n%+v", got, want)
 	}
@@ -269,9 +272,11 @@ func FuzzCompileThreshold(f *testing.F) {
 		"p99 < 5us", "p99 < 5us && errors == 0", "bw_gbps >= 0.9 * link_gbps", `counter("x") == 0`,
 		"p50 < 1.5ms || mode == 'event'", "p9999 < 1_000ns", "5us", `"unterminated`, "let x = 1; x > p99",
 		"map([1,2], # * 2)[0] == 2", "abs(-1) == 1", "p99 < 1e400us", "0x10 > size",
+		"pause_rx == 0", "cnp_sent < 100 || retries > 0", "pause_rx_us < 1ms",
 	} {
 		f.Add(s)
 	}
+	mixed := NewEnv(categoryResult(mlx5Side(), rxeSide("rxe1", "veth1")), 100)
 	f.Fuzz(func(t *testing.T, src string) {
 		th, err := CompileThreshold(src)
 		if err != nil {
@@ -281,7 +286,7 @@ func FuzzCompileThreshold(f *testing.F) {
 			return
 		}
 		// What compiles evaluates without panicking on any environment.
-		for _, env := range []Env{{}, sample()} {
+		for _, env := range []Env{{}, sample(), mixed} {
 			_, _ = th.Eval(env)
 			_ = th.Values(env)
 		}

@@ -76,6 +76,7 @@ func Compact(w io.Writer, r *Report) error {
 		}
 	}
 	problems(w, r.Runs, "")
+	categoriesText(w, r.Runs, "")
 	summary(w, r)
 	return nil
 }

@@ -144,6 +144,7 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"vals":  valuesText,
 	"pair":  pairText,
 	"where": checkWhere,
+	"sides": runCategories,
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>rdmarun: {{.R.Scenario}}</title>
 <style>
@@ -151,7 +152,8 @@ body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f4f4f4}.passed{color:#176617}.failed,.error{color:#b00020;font-weight:bold}.skipped{color:#777}
 svg.chart{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.axis{stroke:#444}.tick{font-size:11px;fill:#444}
-.title{font-size:13px;font-weight:bold}.legend{font-size:11px}{{if .R.Fleet}}
+.title{font-size:13px;font-weight:bold}.legend{font-size:11px}
+table.categories{display:inline-table;vertical-align:top;margin:0 1em 1em 0}table.categories caption{font-weight:bold;text-align:left}table.categories th,table.categories td.skipped{text-align:left}{{if .R.Fleet}}
 svg.heatmap{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.heatmap .val{font-size:12px;text-anchor:middle}
 .heatmap .mark{font-size:10px;font-weight:bold;text-anchor:middle}table.suspects td{vertical-align:top}{{end}}
 </style></head><body>
@@ -174,6 +176,9 @@ svg.heatmap{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.heatmap .val{font-si
 {{range .Runs}}<tr>{{if $.R.Fleet}}<td>{{pair .Pair}}</td><td>{{with .Pair}}{{.Round}}{{else}}-{{end}}</td>{{end}}<td>{{size .Spec.Size}}</td><td>{{.Spec.Measure}}</td><td>{{.Spec.QPs}}</td><td>{{.Spec.Mode}}</td>
 {{with .Result}}{{with .Latency}}<td>{{us .RTT.P50}}</td><td>{{us .RTT.P99}}</td><td>{{us .RTT.P999}}</td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}{{with .Bandwidth}}<td>{{range .Directions}}{{printf "%.3f " .Gbps}}{{end}}</td>{{else}}<td>-</td>{{end}}{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}
 <td class="{{.Status}}">{{.Status}}</td><td style="text-align:left">{{range .Verdicts}}<div class="{{if .Passed}}passed{{else}}failed{{end}}">{{.Expr}}{{vals .}}</div>{{end}}{{if .Error}}<div class="error">{{.Error}}</div>{{end}}</td></tr>
-{{end}}</table></section>
+{{end}}</table>{{range .Runs}}{{$run := .}}{{with sides .}}
+<div class="counters"><h3>Counters, {{with $run.Pair}}{{pair .}} {{end}}{{$run.Label}}</h3>
+{{range .}}<table class="categories"><caption>{{.Role}} {{.Device}}</caption>{{with .Absent}}<tr><td class="skipped">{{.}}</td></tr>{{end}}{{range .Rows}}<tr><th>{{.Name}}</th>{{if .Why}}<td class="skipped">not reported: {{.Why}}</td>{{else}}<td>{{.Value}}</td>{{end}}</tr>{{end}}</table>
+{{end}}</div>{{end}}{{end}}</section>
 {{end}}</body></html>
 `))

@@ -152,6 +152,7 @@ func properties(run Run) []junitProperty {
 			}
 		}
 	}
+	p = append(p, categoryProperties(run)...)
 	for _, v := range run.Verdicts {
 		p = append(p, junitProperty{"threshold", fmt.Sprintf("%s => %v", v.Expr, v.Passed)})
 	}

@@ -14,7 +14,9 @@ import (
 // Schema names the JSON layout; it changes only with a new version.
 // v2 added stop_reason; v3 added fleet (the hosts, rounds, matrices and
 // suspects of a run across hosts) and each run's started and pair; v4
-// added doctor (both ends' findings when a threshold failed).
+// added doctor (both ends' findings when a threshold failed) and, in
+// each side's counters, ethtool and categories: no release had v4 yet,
+// so the counters joined it rather than making a v5.
 const Schema = "rdmarun.report/v4"
 
 // Status is a run's outcome.

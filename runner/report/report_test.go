@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmarun/rdmarun/doctor"
 	"github.com/rdmarun/rdmarun/internal/golden"
+	"github.com/rdmarun/rdmarun/portstats"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -42,6 +43,21 @@ func fixture() *Report {
 			Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{d}, PerQP: [][]rdma.Direction{{d}}},
 		}
 	}
+	// The sides' counters as soft-RoCE over veth reports them: transport
+	// categories, no congestion or pause counters.
+	rxe := func(device, netdev string, retries, seqErrs uint64) rdma.SideSummary {
+		return rdma.SideSummary{Device: device, Counters: portstats.Deltas{Categories: portstats.Categorize(portstats.Source{
+			Driver: "rdma_rxe", Netdev: netdev, // veth has no device, so no driver link
+			HWCounters: map[string]uint64{"completer_retry_err": retries, "rcvd_seq_err": seqErrs},
+		})}}
+	}
+	withSides := func(res *rdma.Result, sides ...rdma.SideSummary) *rdma.Result {
+		res.Sides = sides
+		return res
+	}
+	// An older responder sends no categories.
+	old := rxe("rxe0", "veth0", 0, 0)
+	old.Counters.Categories = nil
 	spec := func(m rdma.Measure, size, qps int, mode rdma.Mode) rdma.Test {
 		return complete(rdma.TestSpec{Op: rdma.OpWrite, Measure: m, Size: size, QPs: qps, Mode: mode, Iterations: 1000})
 	}
@@ -49,10 +65,15 @@ func fixture() *Report {
 		Schema: Schema, Tool: "rdmarun test", Scenario: "fixture", File: "scenarios/fixture.yaml", Peer: "loopback",
 		Started: start, Finished: start.Add(42 * time.Second),
 		Runs: []Run{
-			{Case: "write-latency", Index: 0, Status: Passed, Spec: spec(rdma.MeasureLatency, 2, 1, rdma.ModeBusyPoll), Result: lat(2, 40000, 90000), Seconds: 1.5,
+			{Case: "write-latency", Index: 0, Status: Passed, Spec: spec(rdma.MeasureLatency, 2, 1, rdma.ModeBusyPoll),
+				Result: withSides(lat(2, 40000, 90000), rxe("rxe1", "veth1", 0, 2), rxe("rxe0", "veth0", 0, 0)), Seconds: 1.5,
 				Verdicts: []Verdict{{Expr: "p99 < 100us", Passed: true, Values: map[string]float64{"p99": 90}}}},
-			{Case: "write-latency", Index: 1, Status: Failed, Spec: spec(rdma.MeasureLatency, 4096, 1, rdma.ModeBusyPoll), Result: lat(4096, 300000, 900000), Seconds: 2,
-				Verdicts: []Verdict{{Expr: "p99 < 100us", Passed: false, Values: map[string]float64{"p99": 900}}}},
+			{Case: "write-latency", Index: 1, Status: Failed, Spec: spec(rdma.MeasureLatency, 4096, 1, rdma.ModeBusyPoll),
+				Result: withSides(lat(4096, 300000, 900000), rxe("rxe1", "veth1", 1, 3), old), Seconds: 2,
+				Verdicts: []Verdict{
+					{Expr: "p99 < 100us", Passed: false, Values: map[string]float64{"p99": 900}},
+					{Expr: "pause_rx == 0", Passed: false, Error: `threshold "pause_rx == 0": pause_rx: not reported by the requester (rxe1): no pause counters known for netdev veth1 (driver unknown); not reported by the responder (rxe0): no counter categories from this side (its counters were not read, or it runs an older rdmarun)`},
+				}},
 			{Case: "write-bw", Index: 2, Status: Passed, Spec: spec(rdma.MeasureBandwidth, 4096, 1, rdma.ModeEvent), Result: bw(4096, 2e7), Seconds: 3},
 			{Case: "write-bw", Index: 3, Status: Errored, Spec: spec(rdma.MeasureBandwidth, 65536, 4, rdma.ModeEvent), Error: "completion error RETRY_EXC_ERR (status 12) on rxe1", Seconds: 4},
 			{Case: "write-bw", Index: 4, Status: Skipped, Spec: spec(rdma.MeasureBandwidth, 1<<20, 4, rdma.ModeEvent)},

@@ -56,6 +56,7 @@ func caseTable(w io.Writer, c CaseRuns, leadHeader []string, lead func(Run) []st
 		return err
 	}
 	problems(w, c.Runs, "  ")
+	categoriesText(w, c.Runs, "  ")
 	return nil
 }
 
