@@ -1,6 +1,7 @@
 package dashboards_test
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -11,9 +12,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/rdmarun/rdmarun/dashboards"
 	"github.com/rdmarun/rdmarun/doctor"
+	"github.com/rdmarun/rdmarun/ethtool"
 	"github.com/rdmarun/rdmarun/exporter/collector"
 	"github.com/rdmarun/rdmarun/exporter/config"
 	"github.com/rdmarun/rdmarun/exporter/doctorcollector"
@@ -25,8 +28,11 @@ import (
 // exposition is what an rdmarun_exporter exposes, from its own code: the
 // probe metrics with one latency and one bandwidth series initialised,
 // the scheduler and reload metrics, build info, and the port collector
-// over the collector's sysfs fixtures (an rxe and an mlx5 device). It
+// over the collector's sysfs fixtures (an rxe and an mlx5 device) and its
+// roce tree (RoCE ports of mlx5, bnxt and ice with pause counters). It
 // maps each family name to its type and to its series' labels.
+var collectorTestdata = filepath.Join("..", "exporter", "collector", "testdata")
+
 type exposition struct {
 	types  map[string]string
 	series map[string][]map[string]string
@@ -41,7 +47,7 @@ func expose(t *testing.T) exposition {
 	prober.NewScheduler(reg, nil, m, 0, 0, nil)
 	config.NewSafeConfig(reg)
 	reg.MustRegister(versioncollector.NewCollector("rdmarun_exporter"))
-	reg.MustRegister(collector.NewPortCollector(filepath.Join("..", "exporter", "collector", "testdata", "sysfs"), nil))
+	reg.MustRegister(collector.NewPortCollector(filepath.Join(collectorTestdata, "sysfs"), nil))
 	// The doctor over its deliberately broken host, which has a check at
 	// every status a rule or panel compares with.
 	env, err := doctor.EnvAt(filepath.Join("..", "doctor", "testdata", "broken"))
@@ -56,6 +62,30 @@ func expose(t *testing.T) exposition {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The counter categories' pause series need RoCE ports with netdevs,
+	// which the sysfs fixture has not: the collector's roce tree has them,
+	// with saved ethtool statistics. Its own registry, since both trees
+	// export rdmarun_port_collector_errors, and only the families the
+	// sysfs tree lacks, since both name devices rxe0 and mlx5_0.
+	roce := prometheus.NewPedanticRegistry()
+	ports := collector.NewPortCollector(filepath.Join(collectorTestdata, "roce", "class", "infiniband"), nil)
+	ports.ReadEthtool = func(netdev string) (map[string]uint64, error) {
+		b, err := os.ReadFile(filepath.Join(collectorTestdata, "roce", "ethtool", netdev))
+		if err != nil {
+			return nil, err
+		}
+		return ethtool.Parse(string(b))
+	}
+	roce.MustRegister(ports)
+	roceFamilies, err := roce.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range roceFamilies {
+		if !slices.ContainsFunc(mfs, func(have *dto.MetricFamily) bool { return have.GetName() == mf.GetName() }) {
+			mfs = append(mfs, mf)
+		}
+	}
 	e := exposition{types: map[string]string{}, series: map[string][]map[string]string{}}
 	for _, mf := range mfs {
 		e.types[mf.GetName()] = mf.GetType().String()
@@ -67,7 +97,7 @@ func expose(t *testing.T) exposition {
 			e.series[mf.GetName()] = append(e.series[mf.GetName()], l)
 		}
 	}
-	for _, want := range []string{"rdma_probe_latency_seconds", "rdmarun_port_hw_counters_total", "rdmarun_exporter_build_info", "rdmarun_doctor_check_severity"} {
+	for _, want := range []string{"rdma_probe_latency_seconds", "rdmarun_port_hw_counters_total", "rdmarun_exporter_build_info", "rdmarun_doctor_check_severity", "rdmarun_port_pause_seconds_total"} {
 		if _, ok := e.types[want]; !ok {
 			t.Fatalf("the exposition lacks %s; got %v", want, e.types)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rdmarun/rdmarun/ethtool"
 	"github.com/rdmarun/rdmarun/sysfs"
 )
 
@@ -46,7 +47,7 @@ var (
 		"Bytes received by the RDMA port, from counters/port_rcv_data.",
 		portLabels, nil)
 	portErrorsDesc = prometheus.NewDesc("rdmarun_port_collector_errors",
-		"Number of sysfs files the port collector could not read or parse during this scrape.",
+		"Number of sysfs files, and of netdevs' ethtool statistics, the port collector could not read or parse during this scrape.",
 		nil, nil)
 )
 
@@ -63,6 +64,11 @@ const stateActive = 4
 type PortCollector struct {
 	root   string
 	logger *slog.Logger
+	// ReadEthtool reads a netdev's ethtool statistics, for the pause
+	// counters of RoCE ports; ethtool.Stats unless set before the
+	// collector is registered. Tests give it saved statistics, since a
+	// fixture tree has no netdevs to ask.
+	ReadEthtool func(netdev string) (map[string]uint64, error)
 }
 
 // NewPortCollector returns a collector reading sysfsRoot, the infiniband
@@ -72,7 +78,7 @@ func NewPortCollector(sysfsRoot string, logger *slog.Logger) *PortCollector {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &PortCollector{root: sysfsRoot, logger: logger}
+	return &PortCollector{root: sysfsRoot, logger: logger, ReadEthtool: ethtool.Stats}
 }
 
 // Describe implements prometheus.Collector.
@@ -80,7 +86,7 @@ func (c *PortCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		portStateDesc, portUpDesc, portPhysStateDesc, portRateDesc, portInfoDesc,
 		portCountersDesc, portHWCountersDesc, portTransmitBytesDesc, portReceiveBytesDesc,
-		portErrorsDesc,
+		transportEventsDesc, pauseFramesDesc, pauseSecondsDesc, portErrorsDesc,
 	} {
 		ch <- d
 	}
@@ -88,7 +94,7 @@ func (c *PortCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *PortCollector) Collect(ch chan<- prometheus.Metric) {
-	s := &scrape{ch: ch, logger: c.logger}
+	s := &scrape{ch: ch, logger: c.logger, root: c.root, readEthtool: c.ReadEthtool}
 	devs, err := sysfs.ReadDevices(c.root, sysfs.Attributes|sysfs.Counters)
 	if err != nil {
 		s.fail(c.root, err)
@@ -107,9 +113,11 @@ func (c *PortCollector) Collect(ch chan<- prometheus.Metric) {
 // scrape carries one Collect call's state, so concurrent scrapes share
 // nothing.
 type scrape struct {
-	ch     chan<- prometheus.Metric
-	logger *slog.Logger
-	errors int
+	ch          chan<- prometheus.Metric
+	logger      *slog.Logger
+	root        string
+	readEthtool func(netdev string) (map[string]uint64, error)
+	errors      int
 }
 
 // fail counts a file that could not be used. It logs at debug level only:
@@ -172,4 +180,5 @@ func (s *scrape) port(dir string, d sysfs.Device, p sysfs.Port) {
 	if v, ok := p.Counters["port_rcv_data"]; ok {
 		s.counter(portReceiveBytesDesc, float64(v)*4, device, port)
 	}
+	s.categories(d, p)
 }

@@ -72,22 +72,34 @@ func TestPortCollectorMissingRoot(t *testing.T) {
 // TestPortCollectorBoundedLabels keeps per-connection identifiers (GUIDs,
 // GIDs, QPNs, LIDs) out of labels, where each new value would be a new
 // series; only the info metric names the node GUID, once per port.
+//
+// The category labels take a fixed set of values each, listed here.
 func TestPortCollectorBoundedLabels(t *testing.T) {
-	allowed := map[string]bool{"device": true, "port": true, "name": true}
+	allowed := map[string]bool{"device": true, "port": true, "name": true, "category": true, "direction": true, "priority": true}
 	info := map[string]bool{"device": true, "port": true, "link_layer": true, "driver": true, "node_guid": true}
 	idLike := regexp.MustCompile(`^(0x)?[0-9a-f]{4}(:[0-9a-f]{4}){3}$|^0x[0-9a-f]+$|:.*:`)
-	for family, samples := range gather(t, NewPortCollector(filepath.Join("testdata", "sysfs"), nil)) {
-		want := allowed
-		if family == "rdmarun_port_info" {
-			want = info
-		}
-		for _, s := range samples {
-			for k, v := range s.labels {
-				if !want[k] {
-					t.Errorf("%s has label %s=%q", family, k, v)
-				}
-				if k != "node_guid" && idLike.MatchString(v) {
-					t.Errorf("%s label %s=%q looks like an identifier", family, k, v)
+	values := map[string]*regexp.Regexp{
+		"category":  regexp.MustCompile(`^(retransmits|seq_errors|cnp_sent|cnp_handled|ecn_marked)$`),
+		"direction": regexp.MustCompile(`^(rx|tx)$`),
+		"priority":  regexp.MustCompile(`^([0-7]|link)$`),
+	}
+	for _, c := range []*PortCollector{NewPortCollector(filepath.Join("testdata", "sysfs"), nil), roceCollector(t, nil)} {
+		for family, samples := range gather(t, c) {
+			want := allowed
+			if family == "rdmarun_port_info" {
+				want = info
+			}
+			for _, s := range samples {
+				for k, v := range s.labels {
+					if !want[k] {
+						t.Errorf("%s has label %s=%q", family, k, v)
+					}
+					if k != "node_guid" && idLike.MatchString(v) {
+						t.Errorf("%s label %s=%q looks like an identifier", family, k, v)
+					}
+					if re, ok := values[k]; ok && !re.MatchString(v) {
+						t.Errorf("%s label %s=%q is not one of %s", family, k, v, re)
+					}
 				}
 			}
 		}

@@ -24,6 +24,8 @@ var wantAlerts = []string{
 	"RDMANodeUnreachable",
 	"RDMAPCIeLinkDegraded",
 	"RDMAPathDegraded",
+	"RDMAPauseFrameStorm",
+	"RDMAPauseStorm",
 	"RDMAPortBelowMaximum",
 	"RDMAPortNotActive",
 	"RDMAPortRateDegraded",
