@@ -311,6 +311,16 @@ func allIn(st map[string]string, names []string, states ...string) bool {
 	return true
 }
 
+// hardwareOnly are the dashboard queries soft-RoCE cannot fill, with why.
+// The dashboards package's tests hold the series they read to what the
+// port collector exports for the roce fixture tree (mlx5, bnxt and irdma
+// counters, saved ethtool statistics) instead.
+var hardwareOnly = map[string]string{
+	"rdma-ports / Pause frames A":                   "rxe's veth keeps no pause statistics",
+	"rdma-ports / Time paused A":                    "rxe's veth keeps no pause statistics",
+	"rdma-ports / CNPs and ECN marks by category A": "rxe counts no congestion notifications",
+}
+
 // dashboardQuery is one dashboard query made ready for the HTTP API.
 type dashboardQuery struct {
 	name   string // uid, panel and refId, or the variable
@@ -525,7 +535,11 @@ func TestPrometheusDashboardsAndAlerts(t *testing.T) {
 		sort.Strings(names)
 		for _, n := range names {
 			for _, q := range queries {
-				if q.name == n {
+				switch why, ok := hardwareOnly[n]; {
+				case q.name != n:
+				case ok:
+					t.Logf("%s returned no series, as expected on soft-RoCE: %s", n, why)
+				default:
 					t.Errorf("%s returned no series, healthy or under faults\n  query: %s", n, q.promQL)
 				}
 			}
