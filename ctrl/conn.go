@@ -78,7 +78,22 @@ func (c *Conn) NetConn() net.Conn { return c.nc }
 
 // Close closes the underlying connection. A goodbye, if the protocol step
 // calls for one, is the caller's Send(ctx, KindBye, nil).
-func (c *Conn) Close() error { return c.nc.Close() }
+//
+// After an error frame it closes gently (lingerClose, at most a second):
+// a peer that sent its next frame before reading ours (a client pipelines
+// its spec after the handshake, and a busy responder answers before
+// reading it) would otherwise get a reset, which can arrive before the
+// error frame is read and take it away.
+func (c *Conn) Close() error {
+	c.wmu.Lock()
+	told := c.told
+	c.wmu.Unlock()
+	if told {
+		lingerClose(c.nc)
+		return nil
+	}
+	return c.nc.Close()
+}
 
 // RemoteError is an error frame from the peer: it gave up and said why.
 type RemoteError struct {

@@ -344,3 +344,43 @@ func TestQuiet(t *testing.T) {
 		}
 	})
 }
+
+// TestCloseAfterErrorIsGentle: a peer that sent its next frame before
+// reading ours (a client pipelines its spec; a busy responder answers
+// without reading it) reads the error frame and then the end of the
+// stream, not a reset. Closing with its frame unread would reset the
+// connection, and a reset can take the error frame with it.
+func TestCloseAfterErrorIsGentle(t *testing.T) {
+	cnc, snc := connect(t, "tcp")
+	client, server := handshake(cnc, snc, Options{}, Options{}, "tok", "tok")
+	if client.err != nil || server.err != nil {
+		t.Fatalf("handshake: %v, %v", client.err, server.err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := client.c.Send(ctx, KindSpec, map[string]int{"size": 2}); err != nil {
+		t.Fatal(err)
+	}
+	// The frame is in the server's socket before the server answers.
+	time.Sleep(50 * time.Millisecond)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		_ = server.c.SendError(ctx, "responder busy")
+		server.c.Close()
+	}()
+	var re *RemoteError
+	if err := client.c.Recv(ctx, KindSpecOK, nil); !errors.As(err, &re) || re.Msg != "responder busy" {
+		t.Fatalf("client got %v, want the error frame", err)
+	}
+	_ = cnc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := cnc.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("after the error frame the client read %d bytes, %v; want io.EOF (a reset means the server closed with the client's frame unread)", n, err)
+	}
+	cnc.Close()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server's Close did not return after the client hung up")
+	}
+}
