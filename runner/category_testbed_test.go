@@ -4,17 +4,13 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/rdmarun/rdmarun/peer"
-	"github.com/rdmarun/rdmarun/peer/peertest"
 	"github.com/rdmarun/rdmarun/portstats"
-	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
 )
 
@@ -24,30 +20,7 @@ import (
 // judged; its veth netdevs have no pause counters, so pause_rx == 0
 // fails with both sides' reasons rather than passing on a zero.
 func TestCategoriesOnRxeVM(t *testing.T) {
-	addr := peertest.Serve(t, peer.ServerConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex}, nil)
-	sc, err := Parse("categories.yaml", []byte(`
-name: categories
-cases:
-  - name: lat
-    op: write
-    measure: latency
-    iterations: 100
-    sizes: [64]
-    pass: [pause_rx == 0, retransmits >= 0 && seq_errors >= 0]
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := &Remote{Addr: addr, Local: Endpoint{Device: "rxe1", Port: 1, GIDIndex: rdma.AutoGIDIndex}}
-	rep, err := Execute(context.Background(), sc, target, Options{Tool: "rdmarun test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text bytes.Buffer
-	if err := report.Text(&text, rep); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", text.String())
+	rep, _, text := runOnRxe(t, "categories", "[pause_rx == 0, retransmits >= 0 && seq_errors >= 0]")
 
 	run := rep.Runs[0]
 	if run.Status != report.Failed || run.Result == nil || len(run.Verdicts) != 2 {
@@ -88,7 +61,7 @@ cases:
 	}
 
 	for _, want := range []string{"counters rxe1 (requester): retransmits ", "counters rxe0 (responder): retransmits ", "pause_*)"} {
-		if !strings.Contains(text.String(), want) {
+		if !strings.Contains(text, want) {
 			t.Errorf("the text report lacks %q", want)
 		}
 	}

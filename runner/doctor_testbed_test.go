@@ -19,31 +19,7 @@ import (
 // rxe1, fails; the report then carries the doctor's findings for both
 // ends: soft-RoCE's warning on each, nothing that is ok.
 func TestDoctorOnFailedThresholdVM(t *testing.T) {
-	addr := peertest.Serve(t, peer.ServerConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex}, nil)
-
-	sc, err := Parse("doctor.yaml", []byte(`
-name: doctor
-cases:
-  - name: lat
-    op: write
-    measure: latency
-    iterations: 100
-    sizes: [64]
-    pass: p99 < 1ns
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := &Remote{Addr: addr, Local: Endpoint{Device: "rxe1", Port: 1, GIDIndex: rdma.AutoGIDIndex}}
-	rep, err := Execute(context.Background(), sc, target, Options{Tool: "rdmarun test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text bytes.Buffer
-	if err := report.Text(&text, rep); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", text.String())
+	rep, addr, text := runOnRxe(t, "doctor", "p99 < 1ns")
 	if rep.Summary.Failed != 1 || len(rep.Doctor) != 2 {
 		t.Fatalf("summary %+v, %d doctor ends; want the run failed and both ends examined", rep.Summary, len(rep.Doctor))
 	}
@@ -63,7 +39,40 @@ cases:
 			t.Errorf("%s: soft-RoCE's device.kind warning is not among the findings %+v", e.Host, e.Findings)
 		}
 	}
-	if !strings.Contains(text.String(), "doctor, as a threshold failed") {
+	if !strings.Contains(text, "doctor, as a threshold failed") {
 		t.Error("the text report has no doctor section")
 	}
+}
+
+// runOnRxe runs one 64 B write latency case with the pass conditions
+// pass (a YAML flow list or one condition) from rxe1 against a responder
+// on rxe0, logs the text report and returns the report, the responder's
+// address and the text.
+func runOnRxe(t *testing.T, name, pass string) (rep *report.Report, addr, text string) {
+	t.Helper()
+	addr = peertest.Serve(t, peer.ServerConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex}, nil)
+	sc, err := Parse(name+".yaml", []byte(`
+name: `+name+`
+cases:
+  - name: lat
+    op: write
+    measure: latency
+    iterations: 100
+    sizes: [64]
+    pass: `+pass+`
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := &Remote{Addr: addr, Local: Endpoint{Device: "rxe1", Port: 1, GIDIndex: rdma.AutoGIDIndex}}
+	rep, err = Execute(context.Background(), sc, target, Options{Tool: "rdmarun test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := report.Text(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", b.String())
+	return rep, addr, b.String()
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rdmarun/rdmarun/portstats"
 	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/runner/report"
 )
 
 // Env is what a threshold sees of one run. Latencies are in microseconds,
@@ -490,18 +491,6 @@ func NewEnv(res *rdma.Result, linkGbps float64) Env {
 	return e
 }
 
-// sideRole names side i of rdma.Result.Sides, which lists the requester
-// first.
-func sideRole(i int) string {
-	switch i {
-	case 0:
-		return "requester"
-	case 1:
-		return "responder"
-	}
-	return fmt.Sprintf("side %d", i)
-}
-
 // addCategories sums the sides' categories into e, and records in
 // e.unreported why each category some side lacks cannot be judged.
 func (e *Env) addCategories(res *rdma.Result, sides []rdma.SideSummary) {
@@ -521,7 +510,7 @@ func (e *Env) addCategories(res *rdma.Result, sides []rdma.SideSummary) {
 		for i, side := range sides {
 			c := side.Counters.Categories
 			if !c.Reported(cat) {
-				why = append(why, fmt.Sprintf("not reported by the %s (%s): %s", sideRole(i), sideDevice(res, i, side), c.Why(cat)))
+				why = append(why, fmt.Sprintf("not reported by the %s (%s): %s", report.SideRole(i), sideDevice(res, i, side), c.Why(cat)))
 				continue
 			}
 			v := c.Values[cat]

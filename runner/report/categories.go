@@ -40,7 +40,7 @@ func runCategories(run Run) []sideCategories {
 	}
 	var out []sideCategories
 	for i, side := range run.Result.Sides {
-		s := sideCategories{Role: sideRole(i), Device: side.Device}
+		s := sideCategories{Role: SideRole(i), Device: side.Device}
 		c := side.Counters.Categories
 		if c == nil {
 			s.Absent = c.Why(portstats.Retransmits)
@@ -62,9 +62,9 @@ func runCategories(run Run) []sideCategories {
 	return out
 }
 
-// sideRole names side i of rdma.Result.Sides, which lists the requester
+// SideRole names side i of rdma.Result.Sides, which lists the requester
 // first.
-func sideRole(i int) string {
+func SideRole(i int) string {
 	switch i {
 	case 0:
 		return "requester"
