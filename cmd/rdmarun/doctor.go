@@ -65,8 +65,10 @@ func (c *doctorCmd) run(stdout io.Writer) error {
 		}
 	} else if devs, err := listDevices(); err == nil {
 		// Only verbs knows a port's MTU; without it (no libibverbs,
-		// or a build without cgo) those checks say cannot_tell.
+		// or a build without cgo) those checks say cannot_tell. Its
+		// GID tables spare the doctor sysfs's, slot by slot.
 		env.PortMTU = doctor.MTUsOf(devs)
+		env.Verbs = devs
 	}
 	if c.cpus != "" {
 		cpus, err := doctor.ParseCPUs(c.cpus)
