@@ -251,3 +251,23 @@ func TestResponderWrongFirstRequest(t *testing.T) {
 		t.Errorf("ready first: %v", err)
 	}
 }
+
+// A set-up that runs out of the test's bound (here a client that says
+// nothing after the handshake) is stopped, and the client is told which
+// limit stopped it rather than left with a closed connection.
+func TestSetupPastMaxTestNamesTheLimit(t *testing.T) {
+	const maxTest = 300 * time.Millisecond
+	addr, _ := startServer(t, ServerConfig{MaxTest: maxTest, StepTimeout: 5 * time.Second})
+	c := dialServer(t, addr, "")
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := c.Recv(ctx, ctrl.KindSpecOK, &specOKMsg{})
+	var re *ctrl.RemoteError
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "set-up ran past the 300ms this responder allows per test (--max-test)") {
+		t.Fatalf("got %v, want the responder's error naming --max-test", err)
+	}
+	if took := time.Since(start); took >= 5*time.Second {
+		t.Errorf("the refusal came after %v: the step deadline ended the set-up, not --max-test", took)
+	}
+}

@@ -254,6 +254,16 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		}
 		return err
 	}
+	// overran tells the client which limit ended a set-up that ran out
+	// of the test's bound (a slow device, or a client slow between its
+	// steps); any other step failure is returned as it is. By the clock,
+	// not ctx.Err(): the channel's deadline, set to ctx's, fires first.
+	overran := func(err error) error {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) && parent.Err() == nil {
+			return fail(fmt.Errorf("the test's set-up ran past the %v this responder allows per test (%s) and was stopped (%w); raise the limit, or find what made the set-up slow", s.cfg.MaxTest, s.cfg.LimitKeys.Test, err))
+		}
+		return err
+	}
 
 	var req specMsg
 	sctx, scancel = s.step(ctx)
@@ -263,7 +273,7 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 	case errors.Is(err, ctrl.ErrUnknownKind):
 		return fail(fmt.Errorf("this responder speaks control protocol version %d and does not know the request (%w); the client is of a newer rdmarun: upgrade the responder", ctrl.Version, err))
 	case err != nil:
-		return fmt.Errorf("reading the spec: %w", err)
+		return overran(fmt.Errorf("reading the spec: %w", err))
 	case kind == ctrl.KindRelay:
 		return s.serveRelay(ctx, c, payload, log, fail)
 	case kind == ctrl.KindDoctor:
@@ -309,21 +319,21 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		defer s.kept.Add(-1)
 	}
 	if err := s.send(ctx, c, ctrl.KindSpecOK, specOKMsg{Device: dev, KeepMS: idle.Milliseconds()}); err != nil {
-		return err
+		return overran(err)
 	}
 
 	var theirs endpointMsg
 	if err := s.recv(ctx, c, ctrl.KindEndpoints, &theirs); err != nil {
-		return err
+		return overran(err)
 	}
 	if err := ep.Connect(theirs.info(), spec.QP); err != nil {
 		return fail(err)
 	}
 	if err := s.send(ctx, c, ctrl.KindEndpoints, toWire(ep.Info())); err != nil {
-		return err
+		return overran(err)
 	}
 	if err := s.recv(ctx, c, ctrl.KindReady, nil); err != nil {
-		return err
+		return overran(err)
 	}
 	for run := 1; ; run++ {
 		rctx, rcancel := context.WithTimeout(parent, s.cfg.MaxTest)
