@@ -73,8 +73,8 @@ func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*Fa
 	defer c.Close()
 
 	// The answer is bounded by doctorSteps steps, not one: the
-	// responder reads its host (every port's GID table, through sysfs
-	// and verbs), which takes seconds on a loaded or emulated host. An
+	// responder reads its host (every port's files, and its verbs
+	// listing), which takes seconds on a loaded or emulated host. An
 	// older responder answers at once, so only a silent one waits.
 	rctx, rcancel := context.WithTimeout(ctx, doctorSteps*step)
 	defer rcancel()
@@ -92,9 +92,12 @@ func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*Fa
 
 // doctorSteps is how many control steps a responder has to run its
 // doctor and answer. Measured in the testbed VM (soft-RoCE under
-// emulation, two cores shared with other VMs): 4 to over 10 s, so one
-// 10 s step is too tight and six leave room.
-const doctorSteps = 6
+// emulation, two cores shared with a soak's VM): 4 to over 10 s while
+// the GID tables were read through sysfs (1,024 entries, three files
+// each, on rxe), 1.6 to 2.1 s since they come from the verbs listing,
+// and 0.5 to 1 s on an idle VM. Two 10 s steps leave ten times the
+// worst of those; a silent responder fails in 20 s, not a minute.
+const doctorSteps = 2
 
 // olderDoctor explains the answers of a responder that predates the
 // doctor request: builds with the relay kinds answer an unknown kind
