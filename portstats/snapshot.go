@@ -54,34 +54,66 @@ type Counters struct {
 // have no netdevs to ask.
 var readEthtool = ethtool.Stats
 
-// Snapshot reads the counters of one port under root, the directory
-// listing the devices; an empty root means sysfs.Root. A missing port is
-// an error; a file that cannot be read is listed in Skipped.
-func Snapshot(root, device string, port int) (Counters, error) {
+// Port is one RDMA port whose counters are read again and again: a test's
+// endpoint reads them before and after every run. What names its counters
+// (the device's driver, the port's netdev and the netdev's driver) stays
+// as it is while the port exists, so NewPort resolves it once instead of
+// every snapshot paying three more sysfs lookups. A netdev renamed or
+// rebound under a live port, which is rare, shows as an EthtoolError
+// until the holder makes a new Port.
+type Port struct {
+	root, device string
+	port         int
+	driver       string
+	netdev       string
+	netdevDriver string
+}
+
+// NewPort resolves the drivers and netdev of one port under root, the
+// directory listing the devices; an empty root means sysfs.Root. A port
+// that does not exist is reported by Snapshot, as reading it fails.
+func NewPort(root, device string, port int) Port {
 	if root == "" {
 		root = sysfs.Root
 	}
+	p := Port{root: root, device: device, port: port}
+	p.driver = sysfs.DeviceDriver(root, device)
+	p.netdev = sysfs.PortNetdev(root, device, port)
+	p.netdevDriver = sysfs.NetdevDriver(root, p.netdev)
+	return p
+}
+
+// Snapshot reads the counters of one port under root, the directory
+// listing the devices; an empty root means sysfs.Root. A missing port is
+// an error; a file that cannot be read is listed in Skipped. A caller
+// that reads the same port again should keep a Port instead.
+func Snapshot(root, device string, port int) (Counters, error) {
+	return NewPort(root, device, port).Snapshot()
+}
+
+// Snapshot reads the port's counters now.
+func (p Port) Snapshot() (Counters, error) {
 	start := time.Now()
-	p, err := sysfs.ReadPort(root, device, port, sysfs.Counters)
+	files, err := sysfs.ReadPort(p.root, p.device, p.port, sysfs.Counters)
 	if err != nil {
 		return Counters{}, fmt.Errorf("portstats: %w", err)
 	}
 	c := Counters{
-		Device:     device,
-		Port:       port,
-		Time:       start,
-		Counters:   p.Counters,
-		HWCounters: p.HWCounters,
+		Device:       p.device,
+		Port:         p.port,
+		Time:         start,
+		Counters:     files.Counters,
+		HWCounters:   files.HWCounters,
+		Driver:       p.driver,
+		Netdev:       p.netdev,
+		NetdevDriver: p.netdevDriver,
 	}
-	c.Driver = sysfs.DeviceDriver(root, device)
-	c.Netdev = sysfs.PortNetdev(root, device, port)
-	c.NetdevDriver = sysfs.NetdevDriver(root, c.Netdev)
 	if stats, err := ReadPause(c.NetdevDriver, c.Netdev); err != nil {
 		c.EthtoolError = err.Error()
 	} else {
 		c.Ethtool = stats
 	}
-	for _, e := range p.Errors {
+	for _, e := range files.Errors {
 		c.Skipped = append(c.Skipped, e.Path)
 	}
 	slices.Sort(c.Skipped)

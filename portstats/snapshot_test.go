@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -122,5 +124,46 @@ func TestSnapshotMissingPort(t *testing.T) {
 				t.Errorf("errors.Is(err, fs.ErrNotExist) = %v, want %v", got, tt.notExist)
 			}
 		})
+	}
+}
+
+// TestPortKeepsNames: a kept Port reads fresh counters on every snapshot,
+// and the device's driver, the netdev and its driver from when it was made.
+func TestPortKeepsNames(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "class", "infiniband")
+	if err := os.CopyFS(root, os.DirFS("testdata/before")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(filepath.Dir(root), "net"), os.DirFS("testdata/net")); err != nil {
+		t.Fatal(err)
+	}
+	fixtureEthtool(t, "before")
+	port := NewPort(root, "mlx5_0", 1)
+	first, err := port.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [3]string{"mlx5_core", "ens1f0np0", "mlx5_core"}
+	if got := [3]string{first.Driver, first.Netdev, first.NetdevDriver}; got != want {
+		t.Fatalf("driver, netdev, netdev driver = %q, want %q", got, want)
+	}
+	files := filepath.Join(root, "mlx5_0", "ports", "1")
+	for name, text := range map[string]string{"hw_counters/np_cnp_sent": "99\n", "gid_attrs/ndevs/0": "renamed0\n"} {
+		if err := os.WriteFile(filepath.Join(files, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, err := port.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := second.HWCounters["np_cnp_sent"]; got != 99 {
+		t.Errorf("np_cnp_sent = %d on the second snapshot, want the new 99", got)
+	}
+	if got := [3]string{second.Driver, second.Netdev, second.NetdevDriver}; got != want {
+		t.Errorf("second snapshot: driver, netdev, netdev driver = %q, want those of the first, %q", got, want)
+	}
+	if fresh := NewPort(root, "mlx5_0", 1); fresh.netdev != "renamed0" {
+		t.Errorf("a new Port names netdev %q, want renamed0", fresh.netdev)
 	}
 }
