@@ -125,7 +125,7 @@ func (p Port) Snapshot() (Counters, error) {
 // a pause map, whose statistics say nothing about pause, without asking
 // the device.
 func ReadPause(netdevDriver, netdev string) (map[string]uint64, error) {
-	if _, ok := pauseNames[netdevDriver]; !ok {
+	if !HasPauseMap(netdevDriver) {
 		return nil, nil
 	}
 	stats, err := readEthtool(netdev)

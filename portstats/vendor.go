@@ -91,6 +91,15 @@ var pauseMaps = map[string]pauseMap{
 	},
 }
 
+// HasPauseMap reports whether the pause counters of a netdev driver are
+// known, so a caller can skip reading the ethtool statistics of any
+// other: they cost the driver a walk over hundreds of counters and would
+// say nothing about pause.
+func HasPauseMap(netdevDriver string) bool {
+	_, ok := pauseMaps[netdevDriver]
+	return ok
+}
+
 // family maps an RDMA device's driver to the counter map that names its
 // counters. mlx5 and bnxt devices link to their PCI function's driver
 // (mlx5_core, bnxt_en); on the auxiliary bus they may link to the RDMA

@@ -46,7 +46,7 @@ func (s *scrape) categories(d sysfs.Device, p sysfs.Port) {
 	src := portstats.Source{Driver: d.Driver, HWCounters: p.HWCounters}
 	src.Netdev = sysfs.PortNetdev(s.root, d.Name, p.Num)
 	src.NetdevDriver = sysfs.NetdevDriver(s.root, src.Netdev)
-	if hasPauseMap(src.NetdevDriver) {
+	if portstats.HasPauseMap(src.NetdevDriver) {
 		stats, err := s.readEthtool(src.Netdev)
 		if err != nil {
 			s.errors++
@@ -72,10 +72,4 @@ func (s *scrape) categories(d sysfs.Device, p sysfs.Port) {
 			s.counter(pauseSecondsDesc, float64(*pp.TxUs)/1e6, device, port, "tx", pp.Priority)
 		}
 	}
-}
-
-// hasPauseMap reports whether portstats knows the pause counters of a
-// netdev driver: PauseOnly keeps nothing, and returns nil, for any other.
-func hasPauseMap(netdevDriver string) bool {
-	return portstats.PauseOnly(netdevDriver, nil) != nil
 }
