@@ -6,6 +6,7 @@ package portstats
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -54,11 +55,20 @@ type Counters struct {
 // have no netdevs to ask.
 var readEthtool = ethtool.Stats
 
+// readDriver is ethtool.Driver, and liveRoot the root whose netdevs are
+// this host's: only there may a netdev be asked for its driver. Tests
+// replace both.
+var (
+	readDriver = ethtool.Driver
+	liveRoot   = sysfs.Root
+)
+
 // Port is one RDMA port whose counters are read again and again: a test's
 // endpoint reads them before and after every run. What names its counters
 // (the device's driver, the port's netdev and the netdev's driver) stays
 // as it is while the port exists, so NewPort resolves it once instead of
-// every snapshot paying three more sysfs lookups. A netdev renamed or
+// every snapshot paying three more sysfs lookups (and, for a virtual
+// netdev, an ioctl). A netdev renamed or
 // rebound under a live port, which is rare, shows as an EthtoolError
 // until the holder makes a new Port.
 type Port struct {
@@ -79,8 +89,22 @@ func NewPort(root, device string, port int) Port {
 	p := Port{root: root, device: device, port: port}
 	p.driver = sysfs.DeviceDriver(root, device)
 	p.netdev = sysfs.PortNetdev(root, device, port)
-	p.netdevDriver = sysfs.NetdevDriver(root, p.netdev)
+	p.netdevDriver = netdevDriver(root, p.netdev)
 	return p
+}
+
+// netdevDriver is the driver sysfs links the netdev's bus device to or,
+// on the live host for a netdev that has none (veth and virtio_net under
+// soft-RoCE), the name its driver reports, so the categories' reasons
+// name it instead of "driver unknown". A fixture tree keeps sysfs's
+// answer: its netdevs are not this host's.
+func netdevDriver(root, netdev string) string {
+	d := sysfs.NetdevDriver(root, netdev)
+	if d != "" || netdev == "" || filepath.Clean(root) != liveRoot {
+		return d
+	}
+	d, _ = readDriver(netdev)
+	return d
 }
 
 // Snapshot reads the counters of one port under root, the directory

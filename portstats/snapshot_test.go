@@ -167,3 +167,66 @@ func TestPortKeepsNames(t *testing.T) {
 		t.Errorf("a new Port names netdev %q, want renamed0", fresh.netdev)
 	}
 }
+
+// TestNetdevDriverFallback: a netdev sysfs names no driver for is asked
+// for its own on the live host, so the reasons name veth; a fixture tree
+// keeps sysfs's answer, and a netdev that sysfs names a driver for is
+// never asked.
+func TestNetdevDriverFallback(t *testing.T) {
+	tests := []struct {
+		name, liveRoot, device string
+		answer                 string // what the netdev's driver reports; "" fails
+		wantDriver             string
+		wantAsked              bool
+		wantWhy                string
+	}{
+		{
+			name: "live veth", liveRoot: "testdata/before", device: "rxe0", answer: "veth",
+			wantDriver: "veth", wantAsked: true,
+			wantWhy: "no pause counters known for netdev veth0 (driver veth)",
+		},
+		{
+			name: "live veth that does not answer", liveRoot: "testdata/before", device: "rxe0",
+			wantAsked: true,
+			wantWhy:   "no pause counters known for netdev veth0 (driver unknown)",
+		},
+		{
+			name: "fixture tree", liveRoot: "/sys/class/infiniband", device: "rxe0", answer: "veth",
+			wantWhy: "no pause counters known for netdev veth0 (driver unknown)",
+		},
+		{
+			name: "sysfs names the driver", liveRoot: "testdata/before", device: "mlx5_0", answer: "veth",
+			wantDriver: "mlx5_core",
+			wantWhy:    "netdev ens1f0np0 reported none of driver mlx5_core's pause counters",
+		},
+	}
+	savedRoot, savedDriver, savedEthtool := liveRoot, readDriver, readEthtool
+	t.Cleanup(func() { liveRoot, readDriver, readEthtool = savedRoot, savedDriver, savedEthtool })
+	readEthtool = func(string) (map[string]uint64, error) { return map[string]uint64{}, nil }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			liveRoot = tt.liveRoot
+			var asked []string
+			readDriver = func(netdev string) (string, error) {
+				asked = append(asked, netdev)
+				if tt.answer == "" {
+					return "", errors.New("no answer")
+				}
+				return tt.answer, nil
+			}
+			c, err := NewPort("testdata/before", tt.device, 1).Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.NetdevDriver != tt.wantDriver {
+				t.Errorf("NetdevDriver = %q, want %q", c.NetdevDriver, tt.wantDriver)
+			}
+			if got := len(asked) > 0; got != tt.wantAsked {
+				t.Errorf("asked the netdev for its driver: %q, want asked %v", asked, tt.wantAsked)
+			}
+			if why := c.Categories().Why(PauseRx); why != tt.wantWhy {
+				t.Errorf("Why(pause_rx) = %q, want %q", why, tt.wantWhy)
+			}
+		})
+	}
+}
