@@ -66,8 +66,10 @@ type pauseMap struct {
 // pauseMaps are keyed by the netdev's driver.
 var pauseMaps = map[string]pauseMap{
 	// mlx5 counts received and sent pause per priority with the time
-	// paused; rx_pause_ctrl_phy counts every pause frame the port took,
-	// which older firmware reports alone.
+	// paused; rx_pause_ctrl_phy counts every pause frame the port took.
+	// The driver lists a priority's counters only while PFC is enabled
+	// on it, and the global ones only while 802.3x pause is, so a port
+	// with neither (or older firmware) reports the total alone.
 	"mlx5_core": {
 		rxPrio: "rx_prio%d_pause", txPrio: "tx_prio%d_pause",
 		rxPrioUs: "rx_prio%d_pause_duration", txPrioUs: "tx_prio%d_pause_duration",
