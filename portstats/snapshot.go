@@ -68,9 +68,8 @@ var (
 // (the device's driver, the port's netdev and the netdev's driver) stays
 // as it is while the port exists, so NewPort resolves it once instead of
 // every snapshot paying three more sysfs lookups (and, for a virtual
-// netdev, an ioctl). A netdev renamed or
-// rebound under a live port, which is rare, shows as an EthtoolError
-// until the holder makes a new Port.
+// netdev, an ioctl). A netdev renamed or rebound under a live port, which
+// is rare, shows as an EthtoolError until the holder makes a new Port.
 type Port struct {
 	root, device string
 	port         int
