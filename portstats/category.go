@@ -121,8 +121,9 @@ func (c *Categories) pause(m pauseMap, stats map[string]uint64) {
 		add("link", m.rxLink, m.txLink, m.rxLinkUs, m.txLinkUs)
 	}
 	if !frames && m.rxTotal != "" {
-		// Only a total exists (older firmware): it counts the frames,
-		// without saying which priority they stopped.
+		// Only a total exists (older firmware, or mlx5 with neither PFC
+		// nor 802.3x pause enabled): it counts the frames, without
+		// saying which priority they stopped.
 		r, okR := stats[m.rxTotal]
 		t, okT := stats[m.txTotal]
 		frames = okR || okT

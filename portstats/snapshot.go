@@ -6,6 +6,7 @@ package portstats
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -54,34 +55,88 @@ type Counters struct {
 // have no netdevs to ask.
 var readEthtool = ethtool.Stats
 
-// Snapshot reads the counters of one port under root, the directory
-// listing the devices; an empty root means sysfs.Root. A missing port is
-// an error; a file that cannot be read is listed in Skipped.
-func Snapshot(root, device string, port int) (Counters, error) {
+// readDriver is ethtool.Driver, and liveRoot the root whose netdevs are
+// this host's: only there may a netdev be asked for its driver. Tests
+// replace both.
+var (
+	readDriver = ethtool.Driver
+	liveRoot   = sysfs.Root
+)
+
+// Port is one RDMA port whose counters are read again and again: a test's
+// endpoint reads them before and after every run. What names its counters
+// (the device's driver, the port's netdev and the netdev's driver) stays
+// as it is while the port exists, so NewPort resolves it once instead of
+// every snapshot paying three more sysfs lookups (and, for a virtual
+// netdev, an ioctl). A netdev renamed or rebound under a live port, which
+// is rare, shows as an EthtoolError until the holder makes a new Port.
+type Port struct {
+	root, device string
+	port         int
+	driver       string
+	netdev       string
+	netdevDriver string
+}
+
+// NewPort resolves the drivers and netdev of one port under root, the
+// directory listing the devices; an empty root means sysfs.Root. A port
+// that does not exist is reported by Snapshot, as reading it fails.
+func NewPort(root, device string, port int) Port {
 	if root == "" {
 		root = sysfs.Root
 	}
+	p := Port{root: root, device: device, port: port}
+	p.driver = sysfs.DeviceDriver(root, device)
+	p.netdev = sysfs.PortNetdev(root, device, port)
+	p.netdevDriver = netdevDriver(root, p.netdev)
+	return p
+}
+
+// netdevDriver is the driver sysfs links the netdev's bus device to or,
+// on the live host for a netdev that has none (veth and virtio_net under
+// soft-RoCE), the name its driver reports, so the categories' reasons
+// name it instead of "driver unknown". A fixture tree keeps sysfs's
+// answer: its netdevs are not this host's.
+func netdevDriver(root, netdev string) string {
+	d := sysfs.NetdevDriver(root, netdev)
+	if d != "" || netdev == "" || filepath.Clean(root) != liveRoot {
+		return d
+	}
+	d, _ = readDriver(netdev)
+	return d
+}
+
+// Snapshot reads the counters of one port under root, the directory
+// listing the devices; an empty root means sysfs.Root. A missing port is
+// an error; a file that cannot be read is listed in Skipped. A caller
+// that reads the same port again should keep a Port instead.
+func Snapshot(root, device string, port int) (Counters, error) {
+	return NewPort(root, device, port).Snapshot()
+}
+
+// Snapshot reads the port's counters now.
+func (p Port) Snapshot() (Counters, error) {
 	start := time.Now()
-	p, err := sysfs.ReadPort(root, device, port, sysfs.Counters)
+	files, err := sysfs.ReadPort(p.root, p.device, p.port, sysfs.Counters)
 	if err != nil {
 		return Counters{}, fmt.Errorf("portstats: %w", err)
 	}
 	c := Counters{
-		Device:     device,
-		Port:       port,
-		Time:       start,
-		Counters:   p.Counters,
-		HWCounters: p.HWCounters,
+		Device:       p.device,
+		Port:         p.port,
+		Time:         start,
+		Counters:     files.Counters,
+		HWCounters:   files.HWCounters,
+		Driver:       p.driver,
+		Netdev:       p.netdev,
+		NetdevDriver: p.netdevDriver,
 	}
-	c.Driver = sysfs.DeviceDriver(root, device)
-	c.Netdev = sysfs.PortNetdev(root, device, port)
-	c.NetdevDriver = sysfs.NetdevDriver(root, c.Netdev)
 	if stats, err := ReadPause(c.NetdevDriver, c.Netdev); err != nil {
 		c.EthtoolError = err.Error()
 	} else {
 		c.Ethtool = stats
 	}
-	for _, e := range p.Errors {
+	for _, e := range files.Errors {
 		c.Skipped = append(c.Skipped, e.Path)
 	}
 	slices.Sort(c.Skipped)
@@ -93,7 +148,7 @@ func Snapshot(root, device string, port int) (Counters, error) {
 // a pause map, whose statistics say nothing about pause, without asking
 // the device.
 func ReadPause(netdevDriver, netdev string) (map[string]uint64, error) {
-	if _, ok := pauseNames[netdevDriver]; !ok {
+	if !HasPauseMap(netdevDriver) {
 		return nil, nil
 	}
 	stats, err := readEthtool(netdev)

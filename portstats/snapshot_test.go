@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -120,6 +122,110 @@ func TestSnapshotMissingPort(t *testing.T) {
 			}
 			if got := errors.Is(err, fs.ErrNotExist); got != tt.notExist {
 				t.Errorf("errors.Is(err, fs.ErrNotExist) = %v, want %v", got, tt.notExist)
+			}
+		})
+	}
+}
+
+// TestPortKeepsNames: a kept Port reads fresh counters on every snapshot,
+// and the device's driver, the netdev and its driver from when it was made.
+func TestPortKeepsNames(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "class", "infiniband")
+	if err := os.CopyFS(root, os.DirFS("testdata/before")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(filepath.Dir(root), "net"), os.DirFS("testdata/net")); err != nil {
+		t.Fatal(err)
+	}
+	fixtureEthtool(t, "before")
+	port := NewPort(root, "mlx5_0", 1)
+	first, err := port.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [3]string{"mlx5_core", "ens1f0np0", "mlx5_core"}
+	if got := [3]string{first.Driver, first.Netdev, first.NetdevDriver}; got != want {
+		t.Fatalf("driver, netdev, netdev driver = %q, want %q", got, want)
+	}
+	files := filepath.Join(root, "mlx5_0", "ports", "1")
+	for name, text := range map[string]string{"hw_counters/np_cnp_sent": "99\n", "gid_attrs/ndevs/0": "renamed0\n"} {
+		if err := os.WriteFile(filepath.Join(files, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, err := port.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := second.HWCounters["np_cnp_sent"]; got != 99 {
+		t.Errorf("np_cnp_sent = %d on the second snapshot, want the new 99", got)
+	}
+	if got := [3]string{second.Driver, second.Netdev, second.NetdevDriver}; got != want {
+		t.Errorf("second snapshot: driver, netdev, netdev driver = %q, want those of the first, %q", got, want)
+	}
+	if fresh := NewPort(root, "mlx5_0", 1); fresh.netdev != "renamed0" {
+		t.Errorf("a new Port names netdev %q, want renamed0", fresh.netdev)
+	}
+}
+
+// TestNetdevDriverFallback: a netdev sysfs names no driver for is asked
+// for its own on the live host, so the reasons name veth; a fixture tree
+// keeps sysfs's answer, and a netdev that sysfs names a driver for is
+// never asked.
+func TestNetdevDriverFallback(t *testing.T) {
+	tests := []struct {
+		name, liveRoot, device string
+		answer                 string // what the netdev's driver reports; "" fails
+		wantDriver             string
+		wantAsked              bool
+		wantWhy                string
+	}{
+		{
+			name: "live veth", liveRoot: "testdata/before", device: "rxe0", answer: "veth",
+			wantDriver: "veth", wantAsked: true,
+			wantWhy: "no pause counters known for netdev veth0 (driver veth)",
+		},
+		{
+			name: "live veth that does not answer", liveRoot: "testdata/before", device: "rxe0",
+			wantAsked: true,
+			wantWhy:   "no pause counters known for netdev veth0 (driver unknown)",
+		},
+		{
+			name: "fixture tree", liveRoot: "/sys/class/infiniband", device: "rxe0", answer: "veth",
+			wantWhy: "no pause counters known for netdev veth0 (driver unknown)",
+		},
+		{
+			name: "sysfs names the driver", liveRoot: "testdata/before", device: "mlx5_0", answer: "veth",
+			wantDriver: "mlx5_core",
+			wantWhy:    "netdev ens1f0np0 reported none of driver mlx5_core's pause counters",
+		},
+	}
+	savedRoot, savedDriver, savedEthtool := liveRoot, readDriver, readEthtool
+	t.Cleanup(func() { liveRoot, readDriver, readEthtool = savedRoot, savedDriver, savedEthtool })
+	readEthtool = func(string) (map[string]uint64, error) { return map[string]uint64{}, nil }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			liveRoot = tt.liveRoot
+			var asked []string
+			readDriver = func(netdev string) (string, error) {
+				asked = append(asked, netdev)
+				if tt.answer == "" {
+					return "", errors.New("no answer")
+				}
+				return tt.answer, nil
+			}
+			c, err := NewPort("testdata/before", tt.device, 1).Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.NetdevDriver != tt.wantDriver {
+				t.Errorf("NetdevDriver = %q, want %q", c.NetdevDriver, tt.wantDriver)
+			}
+			if got := len(asked) > 0; got != tt.wantAsked {
+				t.Errorf("asked the netdev for its driver: %q, want asked %v", asked, tt.wantAsked)
+			}
+			if why := c.Categories().Why(PauseRx); why != tt.wantWhy {
+				t.Errorf("Why(pause_rx) = %q, want %q", why, tt.wantWhy)
 			}
 		})
 	}

@@ -66,8 +66,10 @@ type pauseMap struct {
 // pauseMaps are keyed by the netdev's driver.
 var pauseMaps = map[string]pauseMap{
 	// mlx5 counts received and sent pause per priority with the time
-	// paused; rx_pause_ctrl_phy counts every pause frame the port took,
-	// which older firmware reports alone.
+	// paused; rx_pause_ctrl_phy counts every pause frame the port took.
+	// The driver lists a priority's counters only while PFC is enabled
+	// on it, and the global ones only while 802.3x pause is, so a port
+	// with neither (or older firmware) reports the total alone.
 	"mlx5_core": {
 		rxPrio: "rx_prio%d_pause", txPrio: "tx_prio%d_pause",
 		rxPrioUs: "rx_prio%d_pause_duration", txPrioUs: "tx_prio%d_pause_duration",
@@ -89,6 +91,15 @@ var pauseMaps = map[string]pauseMap{
 		rxLink: "link_xoff_rx.nic", txLink: "link_xoff_tx.nic",
 		durationsUnavailable: true,
 	},
+}
+
+// HasPauseMap reports whether the pause counters of a netdev driver are
+// known, so a caller can skip reading the ethtool statistics of any
+// other: they cost the driver a walk over hundreds of counters and would
+// say nothing about pause.
+func HasPauseMap(netdevDriver string) bool {
+	_, ok := pauseMaps[netdevDriver]
+	return ok
 }
 
 // family maps an RDMA device's driver to the counter map that names its

@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmarun/rdmarun/portstats"
 )
 
 // Endpoint owns a device context, a PD, a registered buffer off the Go
@@ -48,6 +50,10 @@ type Endpoint struct {
 	// first such run and kept to Close: a prober runs every few seconds,
 	// and an eventfd per run is two system calls it need not pay.
 	wake int
+	// counters is the port whose counters every run reads before and
+	// after (unless cfg.SkipPortCounters), its drivers and netdev looked
+	// up once here rather than twice per run.
+	counters portstats.Port
 }
 
 const accessAll = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_WRITE | C.IBV_ACCESS_REMOTE_READ | C.IBV_ACCESS_REMOTE_ATOMIC
@@ -75,6 +81,9 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		return nil, fmt.Errorf("rdma: %s: %w", cfg.Device, err)
 	}
 	e := &Endpoint{cfg: cfg, port: *port, gid: gid, slot: slotBytes(cfg.MaxMessage), wake: -1}
+	if !cfg.SkipPortCounters {
+		e.counters = portstats.NewPort("", cfg.Device, cfg.Port)
+	}
 	defer func() {
 		if err != nil {
 			e.Close()

@@ -119,7 +119,7 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 	// Counters are best effort: a driver may lack them, and the test
 	// should not fail for it.
 	if !e.cfg.SkipPortCounters {
-		s.before, _ = portstats.Snapshot("", e.cfg.Device, e.cfg.Port)
+		s.before, _ = e.counters.Snapshot()
 	}
 	return s, nil
 }
@@ -204,7 +204,7 @@ func (s *SideRun) Result() (*SideResult, error) {
 			}
 		}
 		if !s.e.cfg.SkipPortCounters {
-			s.after, _ = portstats.Snapshot("", s.e.cfg.Device, s.e.cfg.Port)
+			s.after, _ = s.e.counters.Snapshot()
 		}
 		// What the workers leave posted stays posted for the next run.
 		for i, q := range s.qio {

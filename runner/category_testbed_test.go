@@ -18,7 +18,8 @@ import (
 // reach the report, the responder's over the control channel. Soft-RoCE
 // counts retransmits and sequence errors, so a condition on them is
 // judged; its veth netdevs have no pause counters, so pause_rx == 0
-// fails with both sides' reasons rather than passing on a zero.
+// fails with both sides' reasons, naming the veth driver, rather than
+// passing on a zero.
 func TestCategoriesOnRxeVM(t *testing.T) {
 	rep, _, text := runOnRxe(t, "categories", "[pause_rx == 0, retransmits >= 0 && seq_errors >= 0]")
 
@@ -46,8 +47,8 @@ func TestCategoriesOnRxeVM(t *testing.T) {
 
 	pause := run.Verdicts[0]
 	for _, want := range []string{
-		"pause_rx: not reported by the requester (rxe1): no pause counters known for netdev ",
-		"; not reported by the responder (rxe0): no pause counters known for netdev ",
+		"pause_rx: not reported by the requester (rxe1): no pause counters known for netdev veth1 (driver veth)",
+		"; not reported by the responder (rxe0): no pause counters known for netdev veth0 (driver veth)",
 	} {
 		if pause.Passed || !strings.Contains(pause.Error, want) {
 			t.Errorf("pause_rx == 0: passed %v, error %q; want it failed with %q", pause.Passed, pause.Error, want)

@@ -22,7 +22,7 @@ var (
 	pauseFramesDesc = prometheus.NewDesc("rdmarun_port_pause_frames_total",
 		"Pause frames of the RoCE port's netdev, from its ethtool statistics, per direction "+
 			"(rx: received, the peer or switch stopped us; tx: sent, we stopped the peer) "+
-			"and 802.1p priority (0-7 for PFC, link for 802.3x pause).",
+			"and 802.1p priority (0-7 for PFC, link for 802.3x pause, all where the NIC counts only its total).",
 		[]string{"device", "port", "direction", "priority"}, nil)
 	pauseSecondsDesc = prometheus.NewDesc("rdmarun_port_pause_seconds_total",
 		"Time the RoCE port's netdev was paused (rx) or kept its peer paused (tx), in seconds, "+
@@ -46,7 +46,7 @@ func (s *scrape) categories(d sysfs.Device, p sysfs.Port) {
 	src := portstats.Source{Driver: d.Driver, HWCounters: p.HWCounters}
 	src.Netdev = sysfs.PortNetdev(s.root, d.Name, p.Num)
 	src.NetdevDriver = sysfs.NetdevDriver(s.root, src.Netdev)
-	if hasPauseMap(src.NetdevDriver) {
+	if portstats.HasPauseMap(src.NetdevDriver) {
 		stats, err := s.readEthtool(src.Netdev)
 		if err != nil {
 			s.errors++
@@ -62,6 +62,22 @@ func (s *scrape) categories(d sysfs.Device, p sysfs.Port) {
 			s.counter(transportEventsDesc, float64(v), device, port, cat)
 		}
 	}
+	if len(c.Priorities) == 0 && c.Reported(portstats.PauseRx) {
+		// The netdev counts pause only as a total, without saying which
+		// priority it stopped: mlx5 firmware without the per-priority
+		// group, or a port with neither PFC nor 802.3x pause enabled,
+		// whose driver then lists only rx/tx_pause_ctrl_phy. Its frames
+		// go out under priority "all" rather than nowhere, so the
+		// per-priority series still sum to the category and
+		// RDMAPauseFrameStorm still sees them. Its bound is then over
+		// every priority together: it fires whenever the bound on any
+		// one priority would, and may fire early when pause spreads
+		// across several. No other series of the port has "all": the
+		// category takes the total only when no per-priority or link
+		// counter exists (portstats.Categorize).
+		s.counter(pauseFramesDesc, float64(c.Values[portstats.PauseRx]), device, port, "rx", "all")
+		s.counter(pauseFramesDesc, float64(c.Values[portstats.PauseTx]), device, port, "tx", "all")
+	}
 	for _, pp := range c.Priorities {
 		s.counter(pauseFramesDesc, float64(pp.RxFrames), device, port, "rx", pp.Priority)
 		s.counter(pauseFramesDesc, float64(pp.TxFrames), device, port, "tx", pp.Priority)
@@ -72,10 +88,4 @@ func (s *scrape) categories(d sysfs.Device, p sysfs.Port) {
 			s.counter(pauseSecondsDesc, float64(*pp.TxUs)/1e6, device, port, "tx", pp.Priority)
 		}
 	}
-}
-
-// hasPauseMap reports whether portstats knows the pause counters of a
-// netdev driver: PauseOnly keeps nothing, and returns nil, for any other.
-func hasPauseMap(netdevDriver string) bool {
-	return portstats.PauseOnly(netdevDriver, nil) != nil
 }

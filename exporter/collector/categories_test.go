@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -173,6 +174,56 @@ func TestCategoriesEthtoolError(t *testing.T) {
 	}
 	if v, ok := find(got["rdmarun_port_transport_events_total"], map[string]string{"device": "mlx5_0", "port": "1", "category": "cnp_sent"}); !ok || v != 1520 {
 		t.Errorf("mlx5_0 cnp_sent = %v (found %v), want 1520: the transport counters do not need ethtool", v, ok)
+	}
+}
+
+// TestCategoriesPauseTotalOnly: an mlx5 netdev that lists only
+// rx/tx_pause_ctrl_phy (testdata/ethtool-totals, saved from firmware
+// without per-priority pause counters) exports its frames under
+// priority "all", so they sum to pause_rx and pause_tx as every other
+// port's per-priority series do; it has no paused time, and the other
+// ports' series are as before.
+func TestCategoriesPauseTotalOnly(t *testing.T) {
+	c := NewPortCollector(roceRoot, nil)
+	saved := savedEthtool(nil)
+	c.ReadEthtool = func(netdev string) (map[string]uint64, error) {
+		if netdev != "ens1f0np0" {
+			return saved(netdev)
+		}
+		b, err := os.ReadFile(filepath.Join("testdata", "ethtool-totals", netdev))
+		if err != nil {
+			return nil, err
+		}
+		return ethtool.Parse(string(b))
+	}
+	got := gather(t, c)
+	series := func(family, device string) map[string]float64 {
+		out := map[string]float64{}
+		for _, s := range got[family] {
+			if s.labels["device"] == device && s.labels["port"] == "1" {
+				out[s.labels["direction"]+"/"+s.labels["priority"]] = s.value
+			}
+		}
+		return out
+	}
+	if have, want := series("rdmarun_port_pause_frames_total", "mlx5_0"), map[string]float64{"rx/all": 48211, "tx/all": 10}; !maps.Equal(have, want) {
+		t.Errorf("mlx5_0 pause frames = %v, want %v", have, want)
+	}
+	if have := series("rdmarun_port_pause_seconds_total", "mlx5_0"); len(have) != 0 {
+		t.Errorf("mlx5_0 pause seconds = %v, want none: the total counts no time", have)
+	}
+	for _, device := range []string{"bnxt_re0", "irdma0"} {
+		for prio, v := range series("rdmarun_port_pause_frames_total", device) {
+			if strings.HasSuffix(prio, "/all") {
+				t.Errorf("%s has %s = %v; only a port without per-priority counters has all", device, prio, v)
+			}
+		}
+		if len(series("rdmarun_port_pause_frames_total", device)) == 0 {
+			t.Errorf("%s lost its pause frames", device)
+		}
+	}
+	if e := got["rdmarun_port_collector_errors"]; len(e) != 1 || e[0].value != 0 {
+		t.Errorf("rdmarun_port_collector_errors = %v, want 0", e)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -389,5 +391,43 @@ func TestExampleConfig(t *testing.T) {
 	}
 	if len(c.Targets.Static) != 2 || !c.Responder.Enabled {
 		t.Errorf("targets %+v, responder %+v", c.Targets, c.Responder)
+	}
+}
+
+// TestPackagedConfig: the configuration the packages install parses, and
+// the responder keys it shows commented out hold the defaults, as its
+// comments say: uncommenting them changes nothing.
+func TestPackagedConfig(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "packaging", "default", "rdmarun_exporter.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	packaged, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !packaged.Responder.Enabled || len(packaged.Targets.Static) != 0 {
+		t.Errorf("packaged: responder %+v, targets %+v; want a responder and no targets", packaged.Responder, packaged.Targets)
+	}
+	_, responder, ok := strings.Cut(string(b), "\nresponder:\n")
+	if !ok {
+		t.Fatal("no responder section")
+	}
+	commented := regexp.MustCompile(`(?m)^  # ([a-z_]+: \S+)$`)
+	var keys []string
+	for _, m := range commented.FindAllStringSubmatch(responder, -1) {
+		keys = append(keys, strings.Split(m[1], ":")[0])
+	}
+	for _, want := range []string{"max_concurrent", "max_memory", "max_qps", "max_test"} {
+		if !slices.Contains(keys, want) {
+			t.Errorf("responder.%s is not shown; shown: %q", want, keys)
+		}
+	}
+	uncommented, err := Parse(commented.ReplaceAll(b, []byte("  $1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(uncommented.Responder, packaged.Responder) {
+		t.Errorf("uncommenting %q changes the responder:\n got %+v\nwant %+v", keys, uncommented.Responder, packaged.Responder)
 	}
 }
