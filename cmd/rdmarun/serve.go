@@ -159,6 +159,11 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	go c.reloadOnHangup(ctx, hup, srv, log)
+	// SIGUSR1's default action ends the process too.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go dumpStacksOnSignal(ctx, usr1, os.Stderr)
 	if err := c.serveMetrics(ctx, srv, log); err != nil {
 		return err
 	}
