@@ -2,6 +2,7 @@ package soak
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -61,4 +62,25 @@ func FuzzSummarizeGoroutines(f *testing.F) {
 			t.Fatalf("summary %q is neither a list of starters nor the empty note", got)
 		}
 	})
+}
+
+func TestGoroutineGrowth(t *testing.T) {
+	idle := ParseGoroutines("goroutine 1 [IO wait]:\n\ngoroutine 7 [select]:\ncreated by example.com/p.watch in goroutine 1\n")
+	for _, tc := range []struct {
+		name, end string
+		want      []string
+	}{
+		{"the same at rest, states aside", "goroutine 1 [IO wait, 50 minutes]:\n\ngoroutine 9 [chan receive]:\ncreated by example.com/p.watch in goroutine 1\n", nil},
+		{"fewer", "goroutine 1 [IO wait]:\n", nil},
+		{"one more of a starter", "goroutine 1 [IO wait]:\n\ngoroutine 7 [select]:\ncreated by example.com/p.watch in goroutine 1\n\ngoroutine 8 [select]:\ncreated by example.com/p.watch in goroutine 1\n",
+			[]string{"2 goroutines started by example.com/p.watch, 1 at idle"}},
+		{"a new starter", "goroutine 1 [IO wait]:\n\ngoroutine 7 [select]:\ncreated by example.com/p.watch in goroutine 1\n\ngoroutine 30 [IO wait]:\ncreated by example.com/p.handle in goroutine 1\n",
+			[]string{"1 goroutines started by example.com/p.handle, 0 at idle"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := GoroutineGrowth(idle, ParseGoroutines(tc.end)); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -17,15 +17,21 @@ import (
 // the stream ends they must be gone too).
 type Sample struct {
 	// Label says when: "idle", "after N tests", "end".
-	Label      string
-	At         time.Duration // since the responder started
-	FDs        int
+	Label string
+	At    time.Duration // since the responder started
+	FDs   int
+	// Goroutines is go_goroutines, read during a scrape: it counts the
+	// scrape's own goroutines too (see Growth).
 	Goroutines int
 	Threads    int
 	RSSBytes   int64
 	// RDMA counts objects by type as `rdma resource show` names them
 	// (pd, cq, qp, mr, cm_id, ctx, srq), summed over devices.
 	RDMA map[string]int
+	// Stacks are the goroutines at rest, from a dump of their stacks
+	// (rdmarun serve writes one on SIGUSR1); taken at idle and at the
+	// end only.
+	Stacks Starters
 }
 
 // ProcStatus is what the soak reads from /proc/PID/status.
@@ -106,16 +112,21 @@ func ParseRDMAResources(b []byte) (map[string]int, error) {
 }
 
 // Growth lists what end holds beyond base: every count that must come
-// back exactly (fds, goroutines, RDMA objects), threads beyond maxThreads
-// and RSS beyond maxRSS. Empty means no leak.
+// back exactly (fds, goroutines at rest, RDMA objects), threads beyond
+// maxThreads and RSS beyond maxRSS. Empty means no leak.
+//
+// Goroutines are compared by their stacks at rest (Sample.Stacks), not by
+// go_goroutines: that gauge is read during the scrape, beside the
+// registry's own collecting goroutines, whose number depends on how the
+// scrape was scheduled. An idle responder read 10 in one scrape and 12 in
+// another, and a soak ended on 12 against an idle 10 with the same seven
+// goroutines at rest in both.
 func Growth(base, end Sample, maxThreads int, maxRSS int64) []string {
 	var out []string
 	if end.FDs > base.FDs {
 		out = append(out, fmt.Sprintf("fds %d, baseline %d", end.FDs, base.FDs))
 	}
-	if end.Goroutines > base.Goroutines {
-		out = append(out, fmt.Sprintf("goroutines %d, baseline %d", end.Goroutines, base.Goroutines))
-	}
+	out = append(out, GoroutineGrowth(base.Stacks, end.Stacks)...)
 	if end.Threads > maxThreads {
 		out = append(out, fmt.Sprintf("threads %d, bound %d", end.Threads, maxThreads))
 	}

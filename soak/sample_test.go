@@ -72,8 +72,15 @@ func TestParseRDMAResources(t *testing.T) {
 }
 
 func TestGrowth(t *testing.T) {
-	base := Sample{FDs: 7, Goroutines: 12, Threads: 8, RSSBytes: 20 << 20, RDMA: map[string]int{"qp": 2, "mr": 0}}
+	atRest := func(handlers int) Starters {
+		return Starters{"main": {Count: 1, States: map[string]int{"IO wait": 1}},
+			"example.com/peer.(*Server).Serve": {Count: handlers, States: map[string]int{"select": handlers}}}
+	}
+	base := Sample{FDs: 7, Goroutines: 12, Threads: 8, RSSBytes: 20 << 20, RDMA: map[string]int{"qp": 2, "mr": 0}, Stacks: atRest(1)}
 	same := base
+	// go_goroutines read higher in a scrape is the scrape's own; only
+	// the goroutines at rest count.
+	same.Goroutines = 14
 	if g := Growth(base, same, 20, 52<<20); len(g) != 0 {
 		t.Errorf("the baseline itself: %v", g)
 	}
@@ -84,9 +91,9 @@ func TestGrowth(t *testing.T) {
 	if g := Growth(base, settled, 20, 52<<20); len(g) != 0 {
 		t.Errorf("within the bounds: %v", g)
 	}
-	leaked := Sample{FDs: 8, Goroutines: 13, Threads: 21, RSSBytes: 53 << 20, RDMA: map[string]int{"qp": 3, "mr": 1, "pd": 1}}
+	leaked := Sample{FDs: 8, Goroutines: 13, Threads: 21, RSSBytes: 53 << 20, RDMA: map[string]int{"qp": 3, "mr": 1, "pd": 1}, Stacks: atRest(3)}
 	got := strings.Join(Growth(base, leaked, 20, 52<<20), "; ")
-	for _, want := range []string{"fds 8, baseline 7", "goroutines 13, baseline 12", "threads 21, bound 20", "RSS 55574528 bytes", "RDMA qp 3, baseline 2", "RDMA mr 1, baseline 0", "RDMA pd 1, baseline 0"} {
+	for _, want := range []string{"fds 8, baseline 7", "3 goroutines started by example.com/peer.(*Server).Serve, 1 at idle", "threads 21, bound 20", "RSS 55574528 bytes", "RDMA qp 3, baseline 2", "RDMA mr 1, baseline 0", "RDMA pd 1, baseline 0"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("growth %q lacks %q", got, want)
 		}

@@ -154,49 +154,35 @@ func startResponder(t *testing.T, tokenFile string) *responder {
 	}
 }
 
-// idleBaseline samples the idle responder once a second and keeps the
-// sample with the fewest goroutines. Its metrics answer before it is done
-// starting (the control listener's goroutines start after them), and a
-// single early sample read 10 goroutines in one soak and 12 in another,
-// against a steady idle of 12 measured later in the same VM; the fewest
-// over a settled few seconds is the idle the end is held to.
+// idleBaseline samples the idle responder once it has finished
+// starting: its metrics answer before its control listener is up.
 func (r *responder) idleBaseline() (soak.Sample, error) {
 	time.Sleep(time.Second)
-	var best soak.Sample
-	for i := range 4 {
-		if i > 0 {
-			time.Sleep(time.Second)
-		}
-		s, err := r.sample("idle")
-		if err != nil {
-			return s, err
-		}
-		if i == 0 || s.Goroutines < best.Goroutines {
-			best = s
-		}
-	}
-	return best, nil
+	return r.sample("idle")
 }
 
-// goroutineDump ends the responder with SIGQUIT, whose handler in the Go
-// runtime writes every goroutine's stack to its log, and sums the stacks by
-// the function that started each one, so a failed end check names what
-// was left running.
-func (r *responder) goroutineDump(t *testing.T) string {
-	if r.cmd.ProcessState != nil {
-		return "(the responder had already exited)"
+// stacks has the responder write its goroutines' stacks (rdmarun serve
+// does on SIGUSR1) and reads them from its log: the goroutines at rest,
+// which go_goroutines, read during a scrape, cannot give (soak.Growth).
+func (r *responder) stacks() (soak.Starters, error) {
+	const begin, end = "SIGUSR1: goroutine stacks follow\n", "SIGUSR1: end of goroutine stacks\n"
+	from := len(r.output())
+	if err := r.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		return nil, err
 	}
-	_ = r.cmd.Process.Signal(syscall.SIGQUIT)
-	done := make(chan error, 1)
-	go func() { done <- r.cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(responderStep):
-		_ = r.cmd.Process.Kill()
-		<-done
-		return "(the responder did not exit on SIGQUIT)"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out := r.output()[from:]
+		if b := strings.Index(out, begin); b >= 0 {
+			if e := strings.Index(out[b:], end); e >= 0 {
+				return soak.ParseGoroutines(out[b+len(begin) : b+e]), nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no goroutine stacks in the responder's log within 10 s of SIGUSR1 (a build before it dumped them?)\n%s", tail(out, 2000))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return soak.SummarizeGoroutines(r.output())
 }
 
 func (r *responder) output() string {
@@ -335,6 +321,9 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if idle.Stacks, err = r.stacks(); err != nil {
+		t.Fatal(err)
+	}
 	samples := []soak.Sample{idle}
 	fabricBefore := fabricCounters()
 
@@ -453,6 +442,9 @@ func TestSoak(t *testing.T) {
 		if end, err = r.sample("end"); err != nil {
 			t.Fatal(err)
 		}
+		if end.Stacks, err = r.stacks(); err != nil {
+			t.Fatal(err)
+		}
 		growth = soak.Growth(idle, end, maxThreads, maxRSS)
 		if len(growth) == 0 || time.Now().After(settle) {
 			break
@@ -466,6 +458,8 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&report, "fabric counters over the soak: %s\n", fabricDelta(fabricBefore, fabricCounters()))
+	fmt.Fprintf(&report, "goroutines at rest (their stacks, on SIGUSR1): %d at idle, %d at the end; the goroutines column is go_goroutines, read during a scrape, the scrape's own included\n",
+		idle.Stacks.Total(), end.Stacks.Total())
 	fmt.Fprintf(&report, "bounds at the end: threads <= %d, RSS <= %.1f MiB (idle + 3 x max-concurrent; idle + 32 MiB: see bounds in soak_testbed_test.go)\n", maxThreads, float64(maxRSS)/(1<<20))
 	t.Log("\n" + report.String())
 	if s.report == "" && os.Getenv("TESTBED_RUN_DIR") != "" {
@@ -482,8 +476,8 @@ func TestSoak(t *testing.T) {
 		t.Error(f)
 	}
 	if len(growth) > 0 {
-		t.Errorf("the responder did not come back to its idle baseline within %v of the last test: %s\nits goroutines, by where each was started:\n%s",
-			2*responderStep, strings.Join(growth, "; "), r.goroutineDump(t))
+		t.Errorf("the responder did not come back to its idle baseline within %v of the last test: %s\nits goroutines at rest, by where each was started:\n%sat idle:\n%s",
+			2*responderStep, strings.Join(growth, "; "), end.Stacks, idle.Stacks)
 	}
 	if t.Failed() {
 		t.Logf("replay with SOAK_SEED=%d; responder log:\n%s", s.seed, tail(r.output(), 8000))
