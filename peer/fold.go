@@ -21,9 +21,10 @@ import (
 //   - The responder prepares run N+1, its receives posted, before it
 //     sends run N's Result (resultMsg.Next), so the client may start
 //     sending as soon as it has said Ready.
-//   - Only ping-pong latency runs fold: there each side knows when it is
-//     done (it has made its round trips), so the Done that tells a
-//     bandwidth receiver to stop carries no news. A side that fails still
+//   - Only ping-pong latency runs given by iterations fold: there each
+//     side knows when it is done (it has made or answered its round
+//     trips), so the Done that tells a bandwidth receiver, or a duration
+//     run's responder, to stop carries no news. A side that fails still
 //     says so at once: the responder in its Result, the client in a Done.
 //
 // Counters read around a run are not folded: the responder's snapshot
@@ -32,7 +33,7 @@ import (
 
 // foldable reports whether a kept session of spec may run folded.
 func foldable(spec rdma.Test, noCounters bool) bool {
-	return spec.Measure == rdma.MeasureLatency && spec.Op.PingPong() && noCounters
+	return spec.Measure == rdma.MeasureLatency && spec.Op.PingPong() && spec.Duration == 0 && noCounters
 }
 
 // incoming is one message read while a side runs.
