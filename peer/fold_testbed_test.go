@@ -37,14 +37,15 @@ func (f *frameCount) get(k ctrl.Kind) int {
 	return f.n[k]
 }
 
-// withoutFolded plays a responder from before folding: its spec-ok has
-// no "folded".
+// withoutFolded plays a peer from before folding: the client's spec
+// does not ask for it, so the responder neither folds nor says it does,
+// which is also what a responder from before folding answers.
 func withoutFolded(t *testing.T, next func(ctrl.Kind, []byte) []byte) func(ctrl.Kind, []byte) []byte {
 	return func(k ctrl.Kind, p []byte) []byte {
-		if k == ctrl.KindSpecOK {
+		if k == ctrl.KindSpec {
 			var ok map[string]any
 			if err := json.Unmarshal(p, &ok); err != nil {
-				t.Errorf("spec-ok %s: %v", p, err)
+				t.Errorf("spec %s: %v", p, err)
 			}
 			delete(ok, "folded")
 			p, _ = json.Marshal(ok)
@@ -56,8 +57,8 @@ func withoutFolded(t *testing.T, next func(ctrl.Kind, []byte) []byte) func(ctrl.
 // TestSessionFolded: a kept ping-pong latency session without counters
 // runs folded: after the first run, a run is the client's Ready and the
 // responder's Result, and no Done crosses either way; every run's result
-// is whole. A responder from before folding (no "folded" in its spec-ok)
-// gets the unfolded exchange, five messages a run, and the same results.
+// is whole. With a peer from before folding (no "folded" asked or
+// granted) the same runs take the unfolded exchange, five messages each.
 func TestSessionFolded(t *testing.T) {
 	r := startResponder(t)
 	const runs = 8
@@ -69,23 +70,26 @@ func TestSessionFolded(t *testing.T) {
 		{"write_imm event", rdma.TestSpec{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Iterations: 10}, true},
 		{"write busy_poll", rdma.TestSpec{Op: rdma.OpWrite, Mode: rdma.ModeBusyPoll, Iterations: 10}, true},
 		{"send event", rdma.TestSpec{Op: rdma.OpSend, Mode: rdma.ModeEvent, Iterations: 10, QPs: 2}, true},
-		{"write_imm event, older responder", rdma.TestSpec{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Iterations: 10}, false},
+		{"write_imm event, a peer from before folding", rdma.TestSpec{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Iterations: 10}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base0, base1 := qpsOn(t, "rxe0"), qpsOn(t, "rxe1")
 			var toServer, toClient frameCount
-			fromServer := toClient.rewrite
+			fromClient := toServer.rewrite
 			if !tc.folded {
-				fromServer = withoutFolded(t, toClient.rewrite)
+				fromClient = withoutFolded(t, toServer.rewrite)
 			}
 			cc := client(r)
-			cc.Addr = frameProxy(t, r.addr, toServer.rewrite, fromServer)
+			cc.Addr = frameProxy(t, r.addr, fromClient, toClient.rewrite)
 			cc.SkipPortCounters = true
 			spec := rdmatest.Complete(t, tc.spec)
 			s, err := peer.Dial(context.Background(), cc, spec, time.Minute)
 			if err != nil {
 				t.Fatalf("dial: %v\n%s", err, r.output())
 			}
+			// Closed on every path: a session left open holds the
+			// proxy's connections until the responder idles it out.
+			defer s.Close()
 			for i := range runs {
 				res, err := s.Run(context.Background())
 				if err != nil {
