@@ -318,7 +318,8 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 	if idle > 0 {
 		defer s.kept.Add(-1)
 	}
-	if err := s.send(ctx, c, ctrl.KindSpecOK, specOKMsg{Device: dev, KeepMS: idle.Milliseconds()}); err != nil {
+	folded := req.Folded && idle > 0 && foldable(spec, req.NoCounters)
+	if err := s.send(ctx, c, ctrl.KindSpecOK, specOKMsg{Device: dev, KeepMS: idle.Milliseconds(), Folded: folded}); err != nil {
 		return overran(err)
 	}
 
@@ -335,9 +336,20 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 	if err := s.recv(ctx, c, ctrl.KindReady, nil); err != nil {
 		return overran(err)
 	}
+	// prepared is a folded session's next run, set up before the last
+	// run's result was sent.
+	var prepared *rdma.SideRun
+	defer func() {
+		if prepared != nil {
+			prepared.Close()
+		}
+	}()
 	for run := 1; ; run++ {
 		rctx, rcancel := context.WithTimeout(parent, s.cfg.MaxTest)
-		err := s.serveRun(rctx, c, ep, spec, theirs.info(), log, fail)
+		side := prepared
+		prepared = nil
+		var err error
+		prepared, err = s.serveRun(rctx, c, ep, spec, theirs.info(), log, fail, side, folded)
 		rcancel()
 		if err != nil || idle == 0 {
 			if idle == 0 && err == nil {
@@ -393,6 +405,11 @@ func (s *Server) nextRun(ctx context.Context, c *ctrl.Conn, idle time.Duration, 
 		return true, nil
 	case err == nil && kind == ctrl.KindBye:
 		return false, nil
+	case err == nil && kind == ctrl.KindDone:
+		// A folded run's client failed as this side succeeded: its
+		// Done crossed the result, and the client ends the session.
+		s.cfg.Logger.Debug("session over: the client's side of the last run failed", "client", c.Peer(), "runs", runs)
+		return false, nil
 	case err == nil:
 		return false, fmt.Errorf("got %s between the runs of a session, want ready or bye", kind)
 	case ctx.Err() != nil || errors.Is(err, io.EOF) || isTimeout(err):
@@ -407,22 +424,35 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// serveRun runs one run of spec on ep, the client having said Ready.
-func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, spec rdma.Test, theirs rdma.EndpointInfo, log *slog.Logger, fail func(error) error) error {
+// serveRun runs one run of spec on ep, the client having said Ready: on
+// prepared, the side a folded session set up for it (the client is then
+// already sending), or on a side prepared now. In a folded session it
+// returns the next run's side, prepared before the result is sent.
+func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, spec rdma.Test, theirs rdma.EndpointInfo, log *slog.Logger, fail func(error) error, prepared *rdma.SideRun, folded bool) (next *rdma.SideRun, err error) {
 	_, role := rdma.Roles(spec)
-	side, err := ep.Prepare(spec, 1, role, theirs)
-	if err != nil {
-		return fail(err)
+	side := prepared
+	if side == nil {
+		if side, err = ep.Prepare(spec, 1, role, theirs); err != nil {
+			return nil, fail(err)
+		}
 	}
 	defer side.Close()
 	side.Start()
-	if err := s.send(ctx, c, ctrl.KindStart, nil); err != nil {
-		side.Stop()
-		return err
+	if prepared == nil {
+		if err := s.send(ctx, c, ctrl.KindStart, nil); err != nil {
+			side.Stop()
+			return nil, err
+		}
 	}
-	log.Debug("started")
+	log.Debug("started", "folded", prepared != nil)
 
-	linkErr := relay(ctx, c, side, s.cfg.StepTimeout, time.Duration(spec.StallTimeout))
+	var linkErr error
+	clientFailed := false
+	if folded {
+		clientFailed, linkErr = serveFolded(ctx, c, side, s.cfg.StepTimeout)
+	} else {
+		linkErr = relay(ctx, c, side, s.cfg.StepTimeout, time.Duration(spec.StallTimeout))
+	}
 	res, runErr := side.Result()
 	msg := resultMsg{Side: res}
 	if runErr != nil {
@@ -437,15 +467,30 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 			// still there and must learn which limit stopped it. By
 			// the clock, not ctx.Err(): the channel's read deadline,
 			// set to ctx's, may fire before ctx's own timer.
-			return fail(fmt.Errorf("the test ran for the %v this responder allows per test (%s) and was stopped; a test given by iterations cannot be bounded before it runs: give it a duration, or fewer iterations", s.cfg.MaxTest, s.cfg.LimitKeys.Test))
+			return nil, fail(fmt.Errorf("the test ran for the %v this responder allows per test (%s) and was stopped; a test given by iterations cannot be bounded before it runs: give it a duration, or fewer iterations", s.cfg.MaxTest, s.cfg.LimitKeys.Test))
 		}
 		// The client is gone or broke the protocol: nobody to tell.
-		return linkErr
+		return nil, linkErr
+	}
+	if folded && runErr == nil && !clientFailed {
+		// The side is closed first: the next one reuses its endpoint's
+		// wake fd and buffers. A next run that cannot be prepared only
+		// unfolds the session: the result says so, and the client
+		// waits for Start.
+		side.Close()
+		if next, err = ep.Prepare(spec, 1, role, theirs); err != nil {
+			log.Debug("preparing the next run failed; it will be prepared when asked", "err", err)
+			next = nil
+		}
+		msg.Next = next != nil
 	}
 	if err := s.send(ctx, c, ctrl.KindResult, msg); err != nil {
-		return err
+		if next != nil {
+			next.Close()
+		}
+		return nil, err
 	}
-	return runErr
+	return next, runErr
 }
 
 // slot is a connection's claim on one of the tests served at once. A

@@ -34,6 +34,9 @@ type Session struct {
 	last   time.Time // when the last run ended
 	broken bool
 	closed bool
+	// folded: the responder runs the session folded (fold.go); next:
+	// it has prepared the next run, which may start without its Start.
+	folded, next bool
 }
 
 // Dial connects to the responder at cfg.Addr and sets up both ends of
@@ -87,7 +90,8 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 	}
 	log.Debug("control channel up", "responder", s.addr, "tls", cfg.TLS != nil, "after", since())
 
-	req := specMsg{Spec: spec.Settings(), Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex, KeepMS: keep.Milliseconds(), NoCounters: cfg.SkipPortCounters}
+	req := specMsg{Spec: spec.Settings(), Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex, KeepMS: keep.Milliseconds(), NoCounters: cfg.SkipPortCounters,
+		Folded: keep > 0 && foldable(spec, cfg.SkipPortCounters)}
 	if err := s.send(ctx, StageSendSpec, ctrl.KindSpec, req); err != nil {
 		return nil, err
 	}
@@ -97,6 +101,7 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 	}
 	if ok.KeepMS > 0 && keep > 0 {
 		s.idle = min(time.Duration(ok.KeepMS)*time.Millisecond, keep)
+		s.folded = ok.Folded && foldable(spec, cfg.SkipPortCounters)
 	}
 	if err := s.send(ctx, StageEndpoints, ctrl.KindEndpoints, toWire(s.ep.Info())); err != nil {
 		return nil, err
@@ -174,11 +179,18 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 	if err := s.send(ctx, StageStarting, ctrl.KindReady, nil); err != nil {
 		return nil, err
 	}
-	if err := s.recv(ctx, StageStarting, ctrl.KindStart, nil); err != nil {
-		return nil, err
+	prepared := s.next
+	s.next = false
+	if !prepared {
+		if err := s.recv(ctx, StageStarting, ctrl.KindStart, nil); err != nil {
+			return nil, err
+		}
 	}
 	side.Start()
-	s.log.Debug("test started", "run", s.runs+1, "after", since())
+	s.log.Debug("test started", "run", s.runs+1, "folded", prepared, "after", since())
+	if s.folded {
+		return s.finishFolded(ctx, side, since)
+	}
 	if err := relay(ctx, s.c, side, s.step, time.Duration(s.spec.StallTimeout)); err != nil {
 		var said *ctrl.RemoteError
 		if errors.As(err, &said) {
@@ -212,6 +224,29 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 		// One run: the Bye ends it. A kept session says Bye on Close.
 		s.bye(ctx)
 	}
+	return s.assemble(ctx, mine, localErr, theirRes, since)
+}
+
+// finishFolded ends a folded run (fold.go): the responder's Result is
+// read while this side runs, as the news that the responder is done.
+func (s *Session) finishFolded(ctx context.Context, side *rdma.SideRun, since func() string) (*rdma.Result, error) {
+	theirRes, err := runFolded(ctx, s.c, side, s.step, time.Duration(s.spec.StallTimeout))
+	if err != nil {
+		var said *ctrl.RemoteError
+		if errors.As(err, &said) {
+			// The responder stopped the test and said why.
+			return nil, s.wrap(StageTest, err)
+		}
+		return nil, s.wrap(StageTest, rdma.FirstError(sideErr(side), err))
+	}
+	mine, localErr := side.Result()
+	s.next = theirRes.Next
+	return s.assemble(ctx, mine, localErr, *theirRes, since)
+}
+
+// assemble makes the run's result from both sides' shares, or says which
+// side failed and why.
+func (s *Session) assemble(ctx context.Context, mine *rdma.SideResult, localErr error, theirRes resultMsg, since func() string) (*rdma.Result, error) {
 	var remoteErr error
 	if theirRes.Error != "" {
 		remoteErr = &RemoteSideError{Msg: theirRes.Error, Timeout: theirRes.Timeout}

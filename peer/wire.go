@@ -46,6 +46,11 @@ type specMsg struct {
 	// NoCounters: the client wants no counter deltas, so the responder
 	// need not read its port's counters around each run.
 	NoCounters bool `json:"no_counters,omitempty"`
+	// Folded asks to run a kept session folded (foldable): the responder
+	// prepares each next run as it answers a result, so the client starts
+	// it without waiting for Start, and a run that succeeds on both ends
+	// exchanges no Done. A responder from before folding ignores it.
+	Folded bool `json:"folded,omitempty"`
 }
 
 // specOKMsg names what the responder chose.
@@ -54,6 +59,8 @@ type specOKMsg struct {
 	// KeepMS is how long the responder keeps the session between runs:
 	// at most what was asked; 0 for one run.
 	KeepMS int64 `json:"keep_ms,omitempty"`
+	// Folded: the responder runs the session folded, as asked.
+	Folded bool `json:"folded,omitempty"`
 }
 
 // endpointMsg carries what EndpointInfo keeps out of reports: the PSNs,
@@ -86,6 +93,9 @@ type resultMsg struct {
 	// Timeout: the responder's side failed as a dead path does (a stall
 	// or a connect that timed out), so the client counts it as a timeout.
 	Timeout bool `json:"timeout,omitempty"`
+	// Next (folded sessions): the responder has prepared the next run,
+	// its receives posted, so the client may start it on its Ready alone.
+	Next bool `json:"next,omitempty"`
 }
 
 // RelayVersion is the version of the relay messages (relayMsg and its

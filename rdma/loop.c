@@ -611,7 +611,13 @@ static int lat_requester(struct rr_worker *w)
 
 static int lat_responder(struct rr_worker *w)
 {
-	for (uint64_t i = 0;; i++) {
+	// A run given by iterations ends after its last answer: the
+	// requester sends exactly that many pings per QP, so this side knows
+	// its own end without the peer's Done (a folded session sends none).
+	// A run given by a duration answers until the requester is done.
+	struct rr_run *r = w->run;
+	uint64_t total = r->duration_ns ? 0 : (r->warmup + r->iters) * (uint64_t)w->nq;
+	for (uint64_t i = 0; !total || i < total; i++) {
 		w->iter = i;
 		if (w->run->stop) // as in lat_requester
 			return wfail(w, RR_FAIL_STOPPED);
