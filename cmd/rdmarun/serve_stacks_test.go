@@ -1,61 +1,46 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// dumps receives each Write as one string: a dump must be one write.
+type dumps chan string
+
+func (d dumps) Write(p []byte) (int, error) {
+	d <- string(p)
+	return len(p), nil
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// Each signal gets one whole dump between the marks, naming the dumping
-// goroutine itself; the loop ends with its context.
+// Each signal gets one whole dump, in one write, between the marks and
+// naming the dumping goroutine itself; the loop ends with its context.
 func TestDumpStacksOnSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
-	var out syncBuffer
+	out := make(dumps, 1)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		dumpStacksOnSignal(ctx, sigs, &out)
+		dumpStacksOnSignal(ctx, sigs, out)
 	}()
 	for i := 1; i <= 2; i++ {
 		sigs <- syscall.SIGUSR1
-		deadline := time.Now().Add(5 * time.Second)
-		for strings.Count(out.String(), stacksEnd) < i {
-			if time.Now().After(deadline) {
-				t.Fatalf("no dump %d within 5 s:\n%s", i, out.String())
+		select {
+		case got := <-out:
+			if !strings.HasPrefix(got, stacksBegin+"\n") || !strings.HasSuffix(got, stacksEnd+"\n") {
+				t.Errorf("dump %d is not one whole dump between the marks:\n%s", i, got)
 			}
-			time.Sleep(10 * time.Millisecond)
+			if !strings.Contains(got, ".dumpStacksOnSignal(") || !strings.Contains(got, "\ngoroutine ") {
+				t.Errorf("dump %d lacks the dumping goroutine's stack:\n%s", i, got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no dump %d within 5 s", i)
 		}
-	}
-	got := out.String()
-	if n := strings.Count(got, stacksBegin); n != 2 {
-		t.Errorf("%d dumps begun, want 2", n)
-	}
-	if !strings.Contains(got, ".dumpStacksOnSignal(") || !strings.Contains(got, "goroutine ") {
-		t.Errorf("the dump lacks the dumping goroutine's stack:\n%s", got)
 	}
 	cancel()
 	select {
