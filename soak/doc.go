@@ -4,8 +4,9 @@
 // several client processes, while one client in twenty misbehaves. The
 // responder's fds, goroutines, threads, RSS and the kernel's RDMA objects
 // are sampled as it goes and must be back at the idle baseline when the
-// stream ends: what a fleet operator needs before trusting a daemon that
-// answers probes for months.
+// stream ends (goroutines by their stacks at rest: ParseGoroutines): what
+// a fleet operator needs before trusting a daemon that answers probes for
+// months.
 //
 // The test itself, TestSoak, runs in the soft-RoCE VM (`make soak`; CI
 // runs its short form in `make testbed-test`). This package's plain files
