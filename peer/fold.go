@@ -44,11 +44,18 @@ type incoming struct {
 }
 
 // readOne reads the next message into a channel, so that a side's end
-// and the peer's news can be waited for together.
+// and the peer's news can be waited for together; cancelling ctx ends
+// the read. The read waits as long as the test may run, not the
+// channel's own read timeout (ctrl.DefaultTimeout), which a long run
+// outlasts: the side's stall deadline bounds the traffic, the caller's
+// timers bound the wait once its side is done, and ctx (the responder's
+// test limit) bounds the whole test.
 func readOne(ctx context.Context, c *ctrl.Conn) <-chan incoming {
+	rctx, cancel := context.WithTimeout(ctx, 24*time.Hour)
 	ch := make(chan incoming, 1)
 	go func() {
-		k, p, err := c.RecvAny(ctx)
+		defer cancel()
+		k, p, err := c.RecvAny(rctx)
 		ch <- incoming{k, p, err}
 	}()
 	return ch

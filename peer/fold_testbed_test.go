@@ -157,3 +157,30 @@ func TestSessionFoldedResponderKilled(t *testing.T) {
 	s.Close()
 	waitQPs(t, "rxe1", base1, "after Close, the client's")
 }
+
+// TestSessionFoldedOutlastsReadTimeout: a folded run may take longer
+// than the control channel's own read timeout (ctrl.DefaultTimeout, what
+// a read waits when its context sets no deadline). The client waits for
+// the responder's Result as long as its side runs: the read once took
+// that timeout as its own and failed every run longer than it.
+func TestSessionFoldedOutlastsReadTimeout(t *testing.T) {
+	r := startResponder(t)
+	cc := client(r)
+	cc.SkipPortCounters = true
+	// Round trips take 0.65 to 1.4 ms in event mode in the emulated VM:
+	// 13 to 28 s.
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Iterations: 20000})
+	s, err := peer.Dial(context.Background(), cc, spec, time.Minute)
+	if err != nil {
+		t.Fatalf("dial: %v\n%s", err, r.output())
+	}
+	defer s.Close()
+	res, err := s.Run(context.Background())
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, r.output())
+	}
+	t.Logf("%d round trips in %v", res.Latency.RTT.Count, res.Elapsed)
+	if res.Elapsed <= ctrl.DefaultTimeout {
+		t.Errorf("the run took %v, within the channel's %v read timeout: the test shows nothing; give it more iterations", res.Elapsed, ctrl.DefaultTimeout)
+	}
+}

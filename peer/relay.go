@@ -18,21 +18,9 @@ import (
 // failed. It waits on channels only, never polls: a wake-up here would
 // steal CPU from the spinning workers and show in their latency tail.
 func relay(ctx context.Context, c *ctrl.Conn, side *rdma.SideRun, step, drain time.Duration) error {
-	type msg struct {
-		kind ctrl.Kind
-		err  error
-	}
-	incoming := make(chan msg, 1)
-	// The read waits as long as the test may run, not the channel's
-	// per-step default: the side's stall deadline bounds the traffic,
-	// the drain timer below bounds the wait once this side is done, and
-	// ctx (the responder's test limit) bounds the whole test.
-	rctx, cancel := context.WithTimeout(ctx, 24*time.Hour)
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		k, _, err := c.RecvAny(rctx)
-		incoming <- msg{k, err}
-	}()
+	news := readOne(rctx, c)
 	own, end := side.SendersFinished(), side.Exited()
 	told, peerDone := false, false
 	var linkErr error
@@ -53,7 +41,7 @@ func relay(ctx context.Context, c *ctrl.Conn, side *rdma.SideRun, step, drain ti
 	// was told) and the peer's Done is in.
 	for end != nil || !peerDone {
 		select {
-		case m := <-incoming:
+		case m := <-news:
 			peerDone = true
 			switch {
 			case m.err != nil:

@@ -473,10 +473,10 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 		return nil, linkErr
 	}
 	if folded && runErr == nil && !clientFailed {
-		// The side is closed first: the next one reuses its endpoint's
-		// wake fd and buffers. A next run that cannot be prepared only
-		// unfolds the session: the result says so, and the client
-		// waits for Start.
+		// The side is closed first (the deferred Close is then a no-op):
+		// the next one reuses its endpoint's wake fd and buffers. A next
+		// run that cannot be prepared only unfolds the session: the
+		// result says so, and the client waits for Start.
 		side.Close()
 		if next, err = ep.Prepare(spec, 1, role, theirs); err != nil {
 			log.Debug("preparing the next run failed; it will be prepared when asked", "err", err)
