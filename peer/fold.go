@@ -14,9 +14,9 @@ import (
 // A kept session runs folded when both ends agree (specMsg.Folded): a
 // run is then two messages, the client's Ready and the responder's
 // Result, where an unfolded run takes five (Ready, Start, a Done each
-// way, Result). Under emulation each message costs both processes a
-// wake-up, and a prober's run of ten round trips pays for them on every
-// probe. Two changes make it safe:
+// way, Result); in busy-poll mode, three (below). Under emulation each
+// message costs both processes a wake-up, and a prober's run of ten
+// round trips pays for them on every probe. Two changes make it safe:
 //
 //   - The responder prepares run N+1, its receives posted, before it
 //     sends run N's Result (resultMsg.Next), so the client may start
@@ -30,10 +30,23 @@ import (
 // Counters read around a run are not folded: the responder's snapshot
 // is taken when a run is prepared, and a folded run is prepared an idle
 // interval before it starts.
+//
+// In busy-poll mode the responder still says Start (three messages a
+// run): a client that spins from its Ready takes the CPU the responder
+// needs to wake and start its side, and with a few probes at once on
+// two CPUs that wait grew into milliseconds of spinning per run
+// (exporter/README.md, probe cost). A client in event mode sleeps until
+// the first answer, so it needs no Start.
 
 // foldable reports whether a kept session of spec may run folded.
 func foldable(spec rdma.Test, noCounters bool) bool {
 	return spec.Measure == rdma.MeasureLatency && spec.Op.PingPong() && spec.Duration == 0 && noCounters
+}
+
+// startSaid reports whether the responder says Start before a run of
+// spec whose side it prepared ahead (prepared) or not.
+func startSaid(spec rdma.Test, prepared bool) bool {
+	return !prepared || spec.Mode == rdma.ModeBusyPoll
 }
 
 // incoming is one message read while a side runs.

@@ -438,7 +438,7 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 	}
 	defer side.Close()
 	side.Start()
-	if prepared == nil {
+	if startSaid(spec, prepared != nil) {
 		if err := s.send(ctx, c, ctrl.KindStart, nil); err != nil {
 			side.Stop()
 			return nil, err

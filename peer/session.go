@@ -181,7 +181,7 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 	}
 	prepared := s.next
 	s.next = false
-	if !prepared {
+	if startSaid(s.spec, prepared) {
 		if err := s.recv(ctx, StageStarting, ctrl.KindStart, nil); err != nil {
 			return nil, err
 		}
