@@ -106,6 +106,17 @@ rules() {
 # to the owner, arp_announce 2 makes requests carry the sender's own
 # address. A veth pair has no third party to confuse, so 2 hosts keep the
 # defaults.
+# The veths hand each received packet to the kernel's per-CPU backlog,
+# which drops past net.core.netdev_max_backlog (1000 by default). One
+# 1 MiB message is 1024 packets at soft-RoCE's 1024 B MTU, so a single
+# read response could overflow it: the soak counted hundreds of veth drops
+# (and as many rxe send_err) and the QPs that met them failed, and a CI
+# run once saw a 1 MiB read end in RETRY_EXC_ERR. The soak runs four tests
+# at once with at most 2 MiB in flight each (8192 packets); twice that
+# leaves room for retransmissions. An emulated fabric, not the code under
+# test, was failing: real NICs do not share this queue.
+echo 16384 >/proc/sys/net/core/netdev_max_backlog
+
 i=0
 devs="all default"
 while [ $i -lt "$hosts" ]; do devs="$devs veth$i"; i=$((i + 1)); done
