@@ -139,11 +139,13 @@ soak: testbed-build $(TESTBIN)/soak.testbed.test $(TESTBIN)/rdmarun
 # What the exporter costs while it probes (CPU from /proc, mean RTT against
 # rdmarun bench), a table for exporter/README.md; minutes of VM time, so
 # not part of testbed-test. PROBE_COST_BASELINE=/path/to/rdmarun_exporter
-# interleaves another build's rows for a before and after.
+# interleaves another build's rows for a before and after; PROBE_COST_CASES
+# picks rows (targets/mode/interval, comma-separated: 4/busy_poll/1s) and
+# PROBE_COST_ROUNDS measures each that many times, the builds in turn.
 .PHONY: exporter-cost
 exporter-cost: testbed-build $(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter
 	TESTBED_TIMEOUT=3600 TESTBED_ENV="PROBE_COST=1 PROBE_COST_BASELINE=$(PROBE_COST_BASELINE) PROBE_COST_WINDOW=$(PROBE_COST_WINDOW) \
-		RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
+		PROBE_COST_CASES=$(PROBE_COST_CASES) PROBE_COST_ROUNDS=$(PROBE_COST_ROUNDS) RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.run '^TestProbeCost$$' -test.timeout 60m
 
 # examples/slurm/fleet.sbatch, submitted to a real Slurm (munged,

@@ -71,6 +71,17 @@ func TestProbeCost(t *testing.T) {
 			t.Fatalf("PROBE_COST_WINDOW=%q: %v", w, err)
 		}
 	}
+	cases := costCases
+	if sel := os.Getenv("PROBE_COST_CASES"); sel != "" {
+		cases = parseCostCases(t, sel)
+	}
+	rounds := 1
+	if r := os.Getenv("PROBE_COST_ROUNDS"); r != "" {
+		var err error
+		if rounds, err = strconv.Atoi(r); err != nil || rounds < 1 {
+			t.Fatalf("PROBE_COST_ROUNDS=%q: want a whole number of rounds, 1 or more", r)
+		}
+	}
 	builds := []struct{ name, bin string }{{"this build", binary(t)}}
 	if b := os.Getenv("PROBE_COST_BASELINE"); b != "" {
 		builds = append([]struct{ name, bin string }{{"baseline", b}}, builds...)
@@ -81,7 +92,7 @@ func TestProbeCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	maxTargets := 0
-	for _, c := range costCases {
+	for _, c := range cases {
 		maxTargets = max(maxTargets, c.targets)
 	}
 	responders := make([]*exec.Cmd, maxTargets)
@@ -95,8 +106,9 @@ func TestProbeCost(t *testing.T) {
 	}
 
 	var rows []string
-	for _, c := range costCases {
-		for _, b := range builds {
+	for _, c := range cases {
+		for i := range rounds * len(builds) {
+			b := builds[i%len(builds)]
 			s := measureCost(t, b.bin, token, c, window, responders[:c.targets])
 			if c.targets > 0 && s.probes == 0 {
 				t.Errorf("%s, %+v: no probe succeeded in the window (%v failed); the row measures nothing", b.name, c, s.failed)
@@ -117,6 +129,32 @@ func TestProbeCost(t *testing.T) {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// parseCostCases reads PROBE_COST_CASES: rows of the table to measure,
+// each targets/mode/interval, separated by commas ("4/busy_poll/1s").
+func parseCostCases(t *testing.T, sel string) []costCase {
+	t.Helper()
+	var cases []costCase
+	for _, item := range strings.Split(sel, ",") {
+		f := strings.Split(strings.TrimSpace(item), "/")
+		if len(f) != 3 {
+			t.Fatalf("PROBE_COST_CASES: %q is not targets/mode/interval, as in 4/busy_poll/1s", item)
+		}
+		n, err := strconv.Atoi(f[0])
+		if err != nil || n < 0 {
+			t.Fatalf("PROBE_COST_CASES: %q: the number of targets %q is not a whole number", item, f[0])
+		}
+		if f[1] != "event" && f[1] != "busy_poll" {
+			t.Fatalf("PROBE_COST_CASES: %q: the mode %q is neither event nor busy_poll", item, f[1])
+		}
+		every, err := time.ParseDuration(f[2])
+		if err != nil || every <= 0 {
+			t.Fatalf("PROBE_COST_CASES: %q: the interval %q is not a duration such as 1s", item, f[2])
+		}
+		cases = append(cases, costCase{n, f[1], every})
+	}
+	return cases
+}
 
 // startResponder runs `rdmarun serve` on rxe0 at addr until the test ends.
 func startResponder(t *testing.T, rdmarun, token, addr string) *exec.Cmd {
