@@ -153,8 +153,8 @@ const (
 
 func relayResultOf(res *rdma.Result) (relayResultMsg, error) {
 	m := relayResultMsg{Result: res}
-	if l := res.Latency; l != nil && l.Histogram != nil {
-		h := l.Histogram
+	if l := res.Latency; l != nil {
+		h := l.HDR()
 		if h.LowestTrackableValue() != histLowest || h.HighestTrackableValue() != histHighest || h.SignificantFigures() != histDigits {
 			return m, fmt.Errorf("the latency histogram covers %d to %d ns at %d digits, not the %d to %d at %d a relay carries",
 				h.LowestTrackableValue(), h.HighestTrackableValue(), h.SignificantFigures(), histLowest, histHighest, histDigits)

@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"math"
+	"math/bits"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -29,7 +30,7 @@ type LatencyStats struct {
 	RTT    Summary  `json:"rtt"`
 	OneWay *Summary `json:"one_way,omitempty"`
 	// Histogram holds every measured sample (1 ns to 60 s, 3 significant
-	// digits), for percentile plots.
+	// digits) once HDR has built it, or a relayed result came with it.
 	Histogram *hdrhistogram.Histogram `json:"-"`
 	// Buckets lists the samples compactly, only the non-empty 0.1%-wide
 	// buckets in rising order: what an exporter feeds its histograms with,
@@ -93,17 +94,32 @@ type moments struct {
 	sumsq            float64
 }
 
-// summaryOf combines the exact moments with the histogram's percentiles.
-// Percentiles are within the histogram's 0.1% and clamped to the exact
-// minimum and maximum.
-func summaryOf(m moments, h *hdrhistogram.Histogram) Summary {
+// HDR returns the samples as an HDR histogram, built from Buckets on
+// first use. It is a quarter megabyte: a run's summary and a prober's
+// histograms come from Buckets, so only what needs the histogram itself
+// (a relayed result) pays for it.
+func (l *LatencyStats) HDR() *hdrhistogram.Histogram {
+	if l.Histogram == nil {
+		h := newHistogram()
+		for _, b := range l.Buckets {
+			_ = h.RecordValues(b.Ns, int64(b.Count))
+		}
+		l.Histogram = h
+	}
+	return l.Histogram
+}
+
+// summaryOf combines the exact moments with the percentiles of buckets,
+// the run's histogram. Percentiles are within the histogram's 0.1% and
+// clamped to the exact minimum and maximum.
+func summaryOf(m moments, buckets []bucketCount) Summary {
 	if m.n == 0 {
 		return Summary{}
 	}
 	mean := float64(m.sum) / float64(m.n)
 	variance := m.sumsq/float64(m.n) - mean*mean
 	q := func(p float64) float64 {
-		v := float64(h.ValueAtPercentile(p))
+		v := float64(percentileOf(buckets, p))
 		return math.Min(math.Max(v, float64(m.min)), float64(m.max))
 	}
 	return Summary{
@@ -183,9 +199,44 @@ func mergeBuckets(a, b []bucketCount) []bucketCount {
 	return append(append(out, a...), b...)
 }
 
-// addBuckets records a C histogram's non-empty buckets into h.
-func addBuckets(h *hdrhistogram.Histogram, buckets []bucketCount) {
+// percentileOf is the value at percentile p (above 0) of buckets, as
+// hdrhistogram's ValueAtPercentile gives it for a histogram of the
+// buckets' values (TestPercentileMatchesHDR), without building one: the
+// nearest rank, then the highest value equivalent to its bucket's. The
+// C layout and HDR's at 3 digits agree bucket for bucket (unit buckets
+// below 2048, then 1024 per power of two), so walking the few non-empty
+// C buckets finds the same bucket as HDR's walk of all of its own.
+func percentileOf(buckets []bucketCount, p float64) int64 {
+	var total uint64
 	for _, b := range buckets {
-		_ = h.RecordValues(min(bucketValue(b.idx), histMax), int64(b.n))
+		total += b.n
 	}
+	if total == 0 {
+		return 0
+	}
+	rank := min(p, 100)/100*float64(total) + 0.5
+	switch {
+	case !(rank >= 1):
+		rank = 1
+	case rank >= float64(total):
+		rank = float64(total)
+	}
+	var seen uint64
+	for _, b := range buckets {
+		if seen += b.n; seen >= uint64(rank) {
+			return highestEquivalent(min(bucketValue(b.idx), histMax))
+		}
+	}
+	return 0
+}
+
+// highestEquivalent is the top of v's bucket in an HDR histogram of 3
+// significant digits from 1 ns: v itself below 2048, else v's bucket of
+// 2^shift values, 1024 of them per power of two.
+func highestEquivalent(v int64) int64 {
+	if v < 2*histSub {
+		return v
+	}
+	shift := bits.Len64(uint64(v)) - 11
+	return (v>>shift)<<shift + 1<<shift - 1
 }

@@ -4,7 +4,60 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
+
+// addBuckets records a C histogram's non-empty buckets into h, as
+// LatencyStats.HDR does: the reference the percentiles are held to.
+func addBuckets(h *hdrhistogram.Histogram, buckets []bucketCount) {
+	for _, b := range buckets {
+		_ = h.RecordValues(min(bucketValue(b.idx), histMax), int64(b.n))
+	}
+}
+
+// TestPercentileMatchesHDR: percentileOf gives, for every percentile,
+// exactly what hdrhistogram's ValueAtPercentile gives for a histogram of
+// the same buckets: one sample, a few, dense, sparse over the whole
+// range, and the last C bucket, which stands past HDR's 60 s.
+func TestPercentileMatchesHDR(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	sets := map[string][]bucketCount{
+		"one sample":        {{idx: 1500, n: 1}},
+		"one bucket, many":  {{idx: 5000, n: 1000}},
+		"below 2048 only":   {{idx: 3, n: 2}, {idx: 900, n: 5}, {idx: 2047, n: 1}},
+		"the last C bucket": {{idx: 2500, n: 10}, {idx: histBuckets - 2, n: 3}, {idx: histBuckets - 1, n: 2}},
+	}
+	for i := range 200 {
+		dense := make([]uint64, histBuckets)
+		for range 1 + rng.IntN(400) {
+			var idx int
+			switch i % 3 {
+			case 0: // clustered, as a run's round trips are
+				idx = 2*histSub + 12*histSub + rng.IntN(3*histSub)
+			case 1: // anywhere
+				idx = rng.IntN(histBuckets)
+			default: // low values, unit buckets
+				idx = rng.IntN(4 * histSub)
+			}
+			dense[idx] += 1 + uint64(rng.IntN(50))
+		}
+		sets["random "+string(rune('a'+i%26))+string(rune('a'+i/26))] = nonEmpty(dense)
+	}
+	percentiles := []float64{0.0001, 1, 10, 25, 50, 75, 90, 99, 99.9, 99.99, 99.999, 100, 150}
+	for name, buckets := range sets {
+		h := newHistogram()
+		addBuckets(h, buckets)
+		for _, p := range percentiles {
+			if got, want := percentileOf(buckets, p), h.ValueAtPercentile(p); got != want {
+				t.Errorf("%s: p%v = %d, HDR says %d", name, p, got, want)
+			}
+		}
+	}
+	if got := percentileOf(nil, 50); got != 0 {
+		t.Errorf("no samples: p50 = %d, want 0", got)
+	}
+}
 
 // cRecord mirrors the C loop's hist_record in Go, so the bucket layout
 // and its conversion can be checked against an exact computation.
@@ -94,9 +147,7 @@ func TestSummaryAgainstExact(t *testing.T) {
 			for _, v := range samples {
 				cRecord(b, &m, v)
 			}
-			h := newHistogram()
-			addBuckets(h, nonEmpty(b))
-			got, want := summaryOf(m, h), exactSummary(samples)
+			got, want := summaryOf(m, nonEmpty(b)), exactSummary(samples)
 			if got.Count != want.Count || got.Min != want.Min || got.Max != want.Max {
 				t.Errorf("count/min/max %d %v %v, want %d %v %v", got.Count, got.Min, got.Max, want.Count, want.Min, want.Max)
 			}
@@ -160,6 +211,26 @@ func TestMergeBucketsMatchesDenseSum(t *testing.T) {
 			if merged[i] != want[i] {
 				t.Fatalf("%d workers: bucket %d is %+v, want %+v", workers, i, merged[i], want[i])
 			}
+		}
+	}
+}
+
+// BenchmarkAssembleLatency assembles the result of a prober's run, ten
+// round trips: what each probe costs on the client once the loop is
+// done (an op is a run).
+func BenchmarkAssembleLatency(b *testing.B) {
+	dense := make([]uint64, histBuckets)
+	m := moments{min: math.MaxUint64}
+	for i := range 10 {
+		cRecord(dense, &m, uint64(180_000+i*7_000))
+	}
+	spec := Test{TestSpec: TestSpec{Measure: MeasureLatency, Op: OpWriteImm}}
+	req := &SideResult{lat: m, hist: nonEmpty(dense)}
+	resp := &SideResult{}
+	b.ReportAllocs()
+	for range b.N {
+		if res := Assemble(spec, EndpointInfo{}, EndpointInfo{}, req, resp); res.Latency.RTT.Count != 10 {
+			b.Fatal(res.Latency.RTT)
 		}
 	}
 }

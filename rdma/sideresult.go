@@ -57,10 +57,8 @@ type SideSummary struct {
 func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) *Result {
 	res := &Result{Spec: spec, Requester: reqInfo, Responder: respInfo, Events: req.Events + resp.Events}
 	if spec.Measure == MeasureLatency {
-		h := newHistogram()
-		addBuckets(h, req.hist)
-		rtt := summaryOf(req.lat, h)
-		res.Latency = &LatencyStats{RTT: rtt, Histogram: h}
+		rtt := summaryOf(req.lat, req.hist)
+		res.Latency = &LatencyStats{RTT: rtt}
 		for _, b := range req.hist {
 			res.Latency.Buckets = append(res.Latency.Buckets, Bucket{Ns: min(bucketValue(b.idx), histMax), Count: b.n})
 		}

@@ -43,8 +43,8 @@ func CheckResult(t testing.TB, r *rdma.Result) {
 		if l.OneWay != nil && l.OneWay.P50 != l.RTT.P50/2 {
 			t.Errorf("one-way p50 %v is not RTT p50 %v / 2", l.OneWay.P50, l.RTT.P50)
 		}
-		if l.Histogram.TotalCount() != int64(l.RTT.Count) {
-			t.Errorf("histogram holds %d samples, summary %d", l.Histogram.TotalCount(), l.RTT.Count)
+		if n := l.HDR().TotalCount(); n != int64(l.RTT.Count) {
+			t.Errorf("histogram holds %d samples, summary %d", n, l.RTT.Count)
 		}
 	} else {
 		bw := r.Bandwidth
