@@ -199,6 +199,16 @@ func mergeBuckets(a, b []bucketCount) []bucketCount {
 	return append(append(out, a...), b...)
 }
 
+// bucketsOf lists a C histogram's non-empty buckets by the values they
+// stand for, clamped to the histogram's range.
+func bucketsOf(hist []bucketCount) []Bucket {
+	var out []Bucket
+	for _, b := range hist {
+		out = append(out, Bucket{Ns: min(bucketValue(b.idx), histMax), Count: b.n})
+	}
+	return out
+}
+
 // percentileOf is the value at percentile p (above 0) of buckets, as
 // hdrhistogram's ValueAtPercentile gives it for a histogram of the
 // buckets' values (TestPercentileMatchesHDR), without building one: the

@@ -58,10 +58,7 @@ func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) 
 	res := &Result{Spec: spec, Requester: reqInfo, Responder: respInfo, Events: req.Events + resp.Events}
 	if spec.Measure == MeasureLatency {
 		rtt := summaryOf(req.lat, req.hist)
-		res.Latency = &LatencyStats{RTT: rtt}
-		for _, b := range req.hist {
-			res.Latency.Buckets = append(res.Latency.Buckets, Bucket{Ns: min(bucketValue(b.idx), histMax), Count: b.n})
-		}
+		res.Latency = &LatencyStats{RTT: rtt, Buckets: bucketsOf(req.hist)}
 		if spec.Op.OneWay() {
 			half := rtt.Half()
 			res.Latency.OneWay = &half
