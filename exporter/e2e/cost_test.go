@@ -5,9 +5,11 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,6 +49,10 @@ type costSample struct {
 	failed    float64
 	rtts      uint64
 	meanRTT   time.Duration
+	// The bucket bounds (powers of two from 1 us) holding the window's
+	// median and 90th-percentile round trip: whether the mean is the
+	// typical round trip or a few slow ones.
+	p50, p90 float64
 }
 
 // TestProbeCost measures what an exporter costs in CPU while it probes,
@@ -100,9 +106,9 @@ func TestProbeCost(t *testing.T) {
 		responders[i] = startResponder(t, rdmarun, token, fmt.Sprintf("%s:%d", addrA, 18601+i))
 	}
 
-	bench := map[string]time.Duration{}
+	bench := map[string]benchRTT{}
 	for _, mode := range []string{"event", "busy_poll"} {
-		bench[mode] = benchMeanRTT(t, rdmarun, token, dir, mode)
+		bench[mode] = measureBench(t, rdmarun, token, dir, mode)
 	}
 
 	var rows []string
@@ -114,18 +120,19 @@ func TestProbeCost(t *testing.T) {
 				t.Errorf("%s, %+v: no probe succeeded in the window (%v failed); the row measures nothing", b.name, c, s.failed)
 			}
 			perMin := func(d time.Duration) float64 { return d.Seconds() * float64(time.Minute) / float64(window) }
-			row := fmt.Sprintf("| %s | %d | %s | %v | %.2f | %.2f | %.0f | %.0f | %.1f | %.1f | %.2f |",
+			row := fmt.Sprintf("| %s | %d | %s | %v | %.2f | %.2f | %.0f | %.0f | %.1f | %s | %s | %.1f | %s | %.2f |",
 				b.name, c.targets, c.mode, c.interval, perMin(s.cpu), perMin(s.responder),
 				s.probes*float64(time.Minute)/float64(window), s.failed,
-				us(s.meanRTT), us(bench[c.mode]), float64(s.meanRTT)/float64(bench[c.mode]))
+				us(s.meanRTT), bucketUS(s.p50), bucketUS(s.p90), us(bench[c.mode].mean), benchMedian(bench[c.mode]),
+				float64(s.meanRTT)/float64(bench[c.mode].mean))
 			// Each row as it comes, so a run cut short still tells.
 			t.Log(row)
 			rows = append(rows, row)
 		}
 	}
-	t.Logf("exporter cost over %v windows: one exporter on rxe1 probing responders on rxe0 (write_imm, 2 B, 10 round trips per probe); CPU from /proc/PID/stat (user + system); mean RTT from rdma_probe_latency_seconds over the window; bench: rdmarun bench, 1000 round trips, same op, size and mode\n"+
-		"| build | targets | mode | interval | exporter CPU s/min | responders CPU s/min | probes/min | failed in window | mean RTT us | bench mean RTT us | ratio |\n"+
-		"|---|---|---|---|---|---|---|---|---|---|---|\n%s", window, strings.Join(rows, "\n"))
+	t.Logf("exporter cost over %v windows: one exporter on rxe1 probing responders on rxe0 (write_imm, 2 B, 10 round trips per probe); CPU from /proc/PID/stat (user + system); mean RTT from rdma_probe_latency_seconds over the window, its median and 90th percentile as the bucket bound (powers of two) holding them; bench: rdmarun bench, 1000 round trips, same op, size and mode; ratio: mean RTT over bench's\n"+
+		"| build | targets | mode | interval | exporter CPU s/min | responders CPU s/min | probes/min | failed in window | mean RTT us | RTT p50 us | RTT p90 us | bench mean RTT us | bench p50 RTT us | ratio |\n"+
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s", window, strings.Join(rows, "\n"))
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -245,6 +252,8 @@ func measureCost(t *testing.T, bin, token string, c costCase, window time.Durati
 		failed: bad(s1) - bad(s0), rtts: h1.count - h0.count}
 	if out.rtts > 0 {
 		out.meanRTT = time.Duration(sum / float64(out.rtts) * float64(time.Second))
+		d := h1.minus(h0)
+		out.p50, out.p90 = d.quantileBound(0.5), d.quantileBound(0.9)
 	}
 	return out
 }
@@ -304,9 +313,13 @@ func responderCPU(t *testing.T, rs []*exec.Cmd) time.Duration {
 	return total
 }
 
-// benchMeanRTT is the mean round trip of `rdmarun bench` against the
-// first responder: the steady state a probe's latency is compared with.
-func benchMeanRTT(t *testing.T, rdmarun, token, dir, mode string) time.Duration {
+// benchRTT is `rdmarun bench`'s round trip against the first responder:
+// the steady state a probe's latency is compared with.
+type benchRTT struct{ mean, median time.Duration }
+
+func benchMedian(b benchRTT) string { return fmt.Sprintf("%.1f", us(b.median)) }
+
+func measureBench(t *testing.T, rdmarun, token, dir, mode string) benchRTT {
 	t.Helper()
 	out := filepath.Join(dir, "bench-"+mode+".json")
 	cmd := exec.Command(rdmarun, "bench", "--peer", addrA+":18601", "--device", "rxe1", "--token-file", token,
@@ -325,5 +338,31 @@ func benchMeanRTT(t *testing.T, rdmarun, token, dir, mode string) time.Duration 
 	if len(rep.Runs) != 1 || rep.Runs[0].Result == nil || rep.Runs[0].Result.Latency == nil || rep.Runs[0].Result.Latency.RTT.Mean <= 0 {
 		t.Fatalf("rdmarun bench (%s): no round trips in its report: %s", mode, b)
 	}
-	return time.Duration(rep.Runs[0].Result.Latency.RTT.Mean)
+	rtt := rep.Runs[0].Result.Latency.RTT
+	return benchRTT{mean: time.Duration(rtt.Mean), median: time.Duration(rtt.P50)}
+}
+
+// quantileBound is the upper bound of the bucket of h holding its q-th
+// quantile, or 0 for an empty h.
+func (h histogram) quantileBound(q float64) float64 {
+	if h.count == 0 {
+		return 0
+	}
+	bs := make([]float64, 0, len(h.buckets))
+	for b := range h.buckets {
+		bs = append(bs, b)
+	}
+	sort.Float64s(bs)
+	rank := uint64(math.Ceil(q * float64(h.count)))
+	for _, b := range bs {
+		if h.buckets[b] >= rank {
+			return b
+		}
+	}
+	return math.Inf(1)
+}
+
+// bucketUS prints a bucket bound in microseconds, as "<= N".
+func bucketUS(bound float64) string {
+	return fmt.Sprintf("<= %.0f", bound*1e6)
 }
