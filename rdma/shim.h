@@ -165,6 +165,8 @@ struct rr_run {
 	struct rr_worker *w;
 	int nw;
 	int64_t t_start;
+	int done_fd; // eventfd rr_start_workers' thread writes when the workers are done
+	int done_rc; // rr_run_workers' return, set before done_fd is written
 };
 
 ssize_t rr_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
@@ -188,6 +190,11 @@ int rr_prepare(struct rr_run *r);
 // Runs every worker of r in its own thread, from one barrier, and waits
 // for all of them. Returns 0, or -1 with the first worker's failure set.
 int rr_run_workers(struct rr_run *r);
+// Runs rr_run_workers(r) on a new detached thread and returns at once:
+// the thread sets r->done_rc and then writes r->done_fd, after which it
+// no longer touches r. Returns 0, or -1 with the first worker's failure
+// set (RR_FAIL_THREAD) when the thread cannot start.
+int rr_start_workers(struct rr_run *r);
 void rr_request_stop(struct rr_run *r);
 void rr_peer_done(struct rr_run *r);
 int64_t rr_now_ns(void);

@@ -49,6 +49,9 @@ type SideRun struct {
 	// finished; the C side wakes it through an eventfd, so nothing polls.
 	sendersFinished chan struct{}
 	notify          *os.File
+	// done is the eventfd the workers' thread writes when it has
+	// finished (rr_start_workers).
+	done *os.File
 }
 
 // watchSenders creates the eventfd the workers write when their sending
@@ -101,6 +104,14 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 		s.c.free()
 		return nil, err
 	}
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		s.closeFDs()
+		s.c.free()
+		return nil, fmt.Errorf("rdma: eventfd: %w", err)
+	}
+	s.done = os.NewFile(uintptr(fd), "rdmarun-workers-done")
+	s.c.r.done_fd = C.int(fd)
 	if spec.Mode == ModeEvent && s.role != 0 {
 		fd, err := e.wakeFD()
 		if err != nil {
@@ -124,14 +135,28 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 	return s, nil
 }
 
-// Start runs the workers in the background.
+// Start runs the workers in the background, on a thread that C starts:
+// while they run, no goroutine sits in a cgo call (rr_start_workers), and
+// exited closes when the thread writes the done eventfd.
 func (s *SideRun) Start() {
 	if s.started.Swap(true) {
 		return
 	}
 	s.span = portstats.StartCPU()
+	if C.rr_start_workers(s.c.r) != 0 {
+		s.rc = -1
+		close(s.exited)
+		return
+	}
 	go func() {
-		s.rc = C.rr_run_workers(s.c.r)
+		var b [8]byte
+		if _, err := s.done.Read(b[:]); err != nil {
+			// Only a closed file fails here, and it is closed only
+			// before Start or after exited: going on could free the
+			// run's memory under the thread.
+			panic(fmt.Sprintf("rdma: the workers' done eventfd: %v", err))
+		}
+		s.rc = s.c.r.done_rc
 		close(s.exited)
 	}()
 }
@@ -266,11 +291,16 @@ func (s *SideRun) Close() {
 	s.c = nil
 }
 
-// closeFDs closes the senders' eventfd; its watcher goroutine then ends.
+// closeFDs closes the senders' eventfd, whose watcher goroutine then
+// ends, and the workers' done eventfd.
 func (s *SideRun) closeFDs() {
 	if s.notify != nil {
 		s.notify.Close()
 		s.notify = nil
+	}
+	if s.done != nil {
+		s.done.Close()
+		s.done = nil
 	}
 }
 
