@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -50,6 +51,11 @@ type Endpoint struct {
 	// first such run and kept to Close: a prober runs every few seconds,
 	// and an eventfd per run is two system calls it need not pay.
 	wake int
+	// runner is the thread the endpoint's runs start on, parked between
+	// them, and runDone the eventfd it writes as each run's workers
+	// finish (see rr_runner); both made by the first run, kept to Close.
+	runner  *C.struct_rr_runner
+	runDone *os.File
 	// counters is the port whose counters every run reads before and
 	// after (unless cfg.SkipPortCounters), its drivers and netdev looked
 	// up once here rather than twice per run.
@@ -323,6 +329,13 @@ func (e *Endpoint) Close() error {
 	}
 	e.closed = true
 	var errs []error
+	if e.runner != nil {
+		// After the last run: every side was closed, its workers done.
+		C.rr_runner_close(e.runner)
+		e.runner = nil
+		errs = append(errs, e.runDone.Close())
+		e.runDone = nil
+	}
 	if e.wake >= 0 {
 		errs = append(errs, unix.Close(e.wake))
 		e.wake = -1

@@ -165,8 +165,7 @@ struct rr_run {
 	struct rr_worker *w;
 	int nw;
 	int64_t t_start;
-	int done_fd; // eventfd rr_start_workers' thread writes when the workers are done
-	int done_rc; // rr_run_workers' return, set before done_fd is written
+	int done_rc; // rr_run_workers' return, for a run on an rr_runner
 };
 
 ssize_t rr_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
@@ -190,11 +189,15 @@ int rr_prepare(struct rr_run *r);
 // Runs every worker of r in its own thread, from one barrier, and waits
 // for all of them. Returns 0, or -1 with the first worker's failure set.
 int rr_run_workers(struct rr_run *r);
-// Runs rr_run_workers(r) on a new detached thread and returns at once:
-// the thread sets r->done_rc and then writes r->done_fd, after which it
-// no longer touches r. Returns 0, or -1 with the first worker's failure
-// set (RR_FAIL_THREAD) when the thread cannot start.
-int rr_start_workers(struct rr_run *r);
+// A thread that runs one run's workers at a time (rr_run_workers), parked
+// between runs: an endpoint keeps one for its runs. After each run it sets
+// the run's done_rc and then writes done_fd, after which it no longer
+// touches the run. rr_runner_open returns NULL with *err set when the
+// thread cannot start; rr_runner_close joins it, after the last run.
+struct rr_runner;
+struct rr_runner *rr_runner_open(int done_fd, int *err);
+void rr_runner_submit(struct rr_runner *t, struct rr_run *r);
+void rr_runner_close(struct rr_runner *t);
 void rr_request_stop(struct rr_run *r);
 void rr_peer_done(struct rr_run *r);
 int64_t rr_now_ns(void);

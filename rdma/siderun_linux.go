@@ -49,9 +49,6 @@ type SideRun struct {
 	// finished; the C side wakes it through an eventfd, so nothing polls.
 	sendersFinished chan struct{}
 	notify          *os.File
-	// done is the eventfd the workers' thread writes when it has
-	// finished (rr_start_workers).
-	done *os.File
 }
 
 // watchSenders creates the eventfd the workers write when their sending
@@ -104,14 +101,11 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 		s.c.free()
 		return nil, err
 	}
-	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
+	if err := e.openRunner(); err != nil {
 		s.closeFDs()
 		s.c.free()
-		return nil, fmt.Errorf("rdma: eventfd: %w", err)
+		return nil, err
 	}
-	s.done = os.NewFile(uintptr(fd), "rdmarun-workers-done")
-	s.c.r.done_fd = C.int(fd)
 	if spec.Mode == ModeEvent && s.role != 0 {
 		fd, err := e.wakeFD()
 		if err != nil {
@@ -135,26 +129,22 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 	return s, nil
 }
 
-// Start runs the workers in the background, on a thread that C starts:
-// while they run, no goroutine sits in a cgo call (rr_start_workers), and
-// exited closes when the thread writes the done eventfd.
+// Start runs the workers in the background, on the endpoint's runner
+// thread: while they run, no goroutine sits in a cgo call (rr_runner), and
+// exited closes when the runner writes its done eventfd.
 func (s *SideRun) Start() {
 	if s.started.Swap(true) {
 		return
 	}
 	s.span = portstats.StartCPU()
-	if C.rr_start_workers(s.c.r) != 0 {
-		s.rc = -1
-		close(s.exited)
-		return
-	}
+	C.rr_runner_submit(s.e.runner, s.c.r)
 	go func() {
 		var b [8]byte
-		if _, err := s.done.Read(b[:]); err != nil {
-			// Only a closed file fails here, and it is closed only
-			// before Start or after exited: going on could free the
-			// run's memory under the thread.
-			panic(fmt.Sprintf("rdma: the workers' done eventfd: %v", err))
+		if _, err := s.e.runDone.Read(b[:]); err != nil {
+			// Only a closed file fails here, and Endpoint.Close
+			// comes after the runs: going on could free the run's
+			// memory under the runner.
+			panic(fmt.Sprintf("rdma: the runner's done eventfd: %v", err))
 		}
 		s.rc = s.c.r.done_rc
 		close(s.exited)
@@ -291,17 +281,32 @@ func (s *SideRun) Close() {
 	s.c = nil
 }
 
-// closeFDs closes the senders' eventfd, whose watcher goroutine then
-// ends, and the workers' done eventfd.
+// closeFDs closes the senders' eventfd; its watcher goroutine then ends.
 func (s *SideRun) closeFDs() {
 	if s.notify != nil {
 		s.notify.Close()
 		s.notify = nil
 	}
-	if s.done != nil {
-		s.done.Close()
-		s.done = nil
+}
+
+// openRunner starts the endpoint's runner thread and its done eventfd,
+// at the first run prepared: an endpoint that never runs has no thread.
+func (e *Endpoint) openRunner() error {
+	if e.runner != nil {
+		return nil
 	}
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("rdma: eventfd: %w", err)
+	}
+	var errno C.int
+	t := C.rr_runner_open(C.int(fd), &errno)
+	if t == nil {
+		unix.Close(fd)
+		return fmt.Errorf("rdma: starting the runner thread: %w", unix.Errno(errno))
+	}
+	e.runner, e.runDone = t, os.NewFile(uintptr(fd), "rdmarun-runner-done")
+	return nil
 }
 
 // wakeFD returns the endpoint's wake eventfd, made on first use, emptied
