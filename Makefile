@@ -13,7 +13,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 TESTBED_TIMEOUT ?= 900
 
 .PHONY: all build test unit nordma chromium-test lint fmt-check vet staticcheck testbed-build \
-	testbed-selftest testbed-test demo compare clean
+	testbed-selftest testbed-test demo compare run-start-latency clean
 
 all: build
 
@@ -142,6 +142,14 @@ soak: testbed-build $(TESTBIN)/soak.testbed.test $(TESTBIN)/rdmarun
 # interleaves another build's rows for a before and after; PROBE_COST_CASES
 # picks rows (targets/mode/interval, comma-separated: 4/busy_poll/1s) and
 # PROBE_COST_ROUNDS measures each that many times, the builds in turn.
+# The round trip at each position after a run's start on a kept session,
+# and short runs by their warm-up against bench's long ones: what a probe's
+# mean is made of (exporter/README.md, Probe cost). Minutes of VM time.
+.PHONY: run-start-latency
+run-start-latency: testbed-build $(TESTBIN)/peer.testbed.test $(TESTBIN)/rdmarun
+	TESTBED_ENV="RUN_START_LATENCY=1 RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" \
+		testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer -test.run '^TestRunStartLatency$$' -test.timeout 30m
+
 .PHONY: exporter-cost
 exporter-cost: testbed-build $(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter
 	TESTBED_TIMEOUT=3600 TESTBED_ENV="PROBE_COST=1 PROBE_COST_BASELINE=$(PROBE_COST_BASELINE) PROBE_COST_WINDOW=$(PROBE_COST_WINDOW) \
