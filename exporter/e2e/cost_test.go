@@ -5,11 +5,9 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,10 +118,10 @@ func TestProbeCost(t *testing.T) {
 				t.Errorf("%s, %+v: no probe succeeded in the window (%v failed); the row measures nothing", b.name, c, s.failed)
 			}
 			perMin := func(d time.Duration) float64 { return d.Seconds() * float64(time.Minute) / float64(window) }
-			row := fmt.Sprintf("| %s | %d | %s | %v | %.2f | %.2f | %.0f | %.0f | %.1f | %s | %s | %.1f | %s | %.2f |",
+			row := fmt.Sprintf("| %s | %d | %s | %v | %.2f | %.2f | %.0f | %.0f | %.1f | %s | %s | %.1f | %.1f | %.2f |",
 				b.name, c.targets, c.mode, c.interval, perMin(s.cpu), perMin(s.responder),
 				s.probes*float64(time.Minute)/float64(window), s.failed,
-				us(s.meanRTT), bucketUS(s.p50), bucketUS(s.p90), us(bench[c.mode].mean), benchMedian(bench[c.mode]),
+				us(s.meanRTT), bucketUS(s.p50), bucketUS(s.p90), us(bench[c.mode].mean), us(bench[c.mode].median),
 				float64(s.meanRTT)/float64(bench[c.mode].mean))
 			// Each row as it comes, so a run cut short still tells.
 			t.Log(row)
@@ -317,8 +315,6 @@ func responderCPU(t *testing.T, rs []*exec.Cmd) time.Duration {
 // the steady state a probe's latency is compared with.
 type benchRTT struct{ mean, median time.Duration }
 
-func benchMedian(b benchRTT) string { return fmt.Sprintf("%.1f", us(b.median)) }
-
 func measureBench(t *testing.T, rdmarun, token, dir, mode string) benchRTT {
 	t.Helper()
 	out := filepath.Join(dir, "bench-"+mode+".json")
@@ -340,26 +336,6 @@ func measureBench(t *testing.T, rdmarun, token, dir, mode string) benchRTT {
 	}
 	rtt := rep.Runs[0].Result.Latency.RTT
 	return benchRTT{mean: time.Duration(rtt.Mean), median: time.Duration(rtt.P50)}
-}
-
-// quantileBound is the upper bound of the bucket of h holding its q-th
-// quantile, or 0 for an empty h.
-func (h histogram) quantileBound(q float64) float64 {
-	if h.count == 0 {
-		return 0
-	}
-	bs := make([]float64, 0, len(h.buckets))
-	for b := range h.buckets {
-		bs = append(bs, b)
-	}
-	sort.Float64s(bs)
-	rank := uint64(math.Ceil(q * float64(h.count)))
-	for _, b := range bs {
-		if h.buckets[b] >= rank {
-			return b
-		}
-	}
-	return math.Inf(1)
 }
 
 // bucketUS prints a bucket bound in microseconds, as "<= N".

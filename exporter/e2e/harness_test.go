@@ -321,15 +321,35 @@ func (h histogram) minus(o histogram) histogram {
 	return d
 }
 
-// bound is the smallest bucket boundary at or above v.
-func (h histogram) bound(v float64) float64 {
+// bounds are h's bucket boundaries, in order.
+func (h histogram) bounds() []float64 {
 	bs := make([]float64, 0, len(h.buckets))
 	for b := range h.buckets {
 		bs = append(bs, b)
 	}
 	sort.Float64s(bs)
-	for _, b := range bs {
+	return bs
+}
+
+// bound is the smallest bucket boundary at or above v.
+func (h histogram) bound(v float64) float64 {
+	for _, b := range h.bounds() {
 		if b >= v {
+			return b
+		}
+	}
+	return math.Inf(1)
+}
+
+// quantileBound is the upper bound of the bucket of h holding its q-th
+// quantile, or 0 for an empty h.
+func (h histogram) quantileBound(q float64) float64 {
+	if h.count == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(q * float64(h.count)))
+	for _, b := range h.bounds() {
+		if h.buckets[b] >= rank {
 			return b
 		}
 	}
