@@ -22,21 +22,21 @@ func TestLoadGood(t *testing.T) {
 	defQP := QP{Type: rdma.RC, RetryCnt: 3}
 	want := &Config{
 		Modules: map[string]Module{
-			"default": {Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Sizes: []int{2}, QP: defQP, Count: 10, Interval: 15 * time.Second, Timeout: 5 * time.Second},
+			"default": {Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Sizes: []int{2}, QP: defQP, Count: 10, Warmup: 1, Interval: 15 * time.Second, Timeout: 5 * time.Second},
 			"rc_read": {
 				Op: rdma.OpRead, Mode: rdma.ModeBusyPoll, Sizes: []int{2, 4096, 65536},
 				QP:    QP{Type: rdma.RC, Timeout: new(14), RetryCnt: 5, RNRRetry: new(6), MTU: new(1024)},
-				Count: 20, Interval: 30 * time.Second, Timeout: 2 * time.Second,
+				Count: 20, Warmup: 3, Interval: 30 * time.Second, Timeout: 2 * time.Second,
 				Bandwidth: &Bandwidth{Size: 1 << 20, Duration: 2 * time.Second, Interval: 10 * time.Minute, TxDepth: 16},
 			},
 			"uc_send": {
 				Op: rdma.OpSend, Mode: rdma.ModeEvent, Sizes: []int{64}, QP: QP{Type: rdma.UC, RetryCnt: 3},
-				Count: 10, Interval: 15 * time.Second, Timeout: 5 * time.Second,
+				Count: 10, Warmup: 1, Interval: 15 * time.Second, Timeout: 5 * time.Second,
 				Bandwidth: &Bandwidth{Size: 1 << 20, Duration: time.Second, Interval: 5 * time.Minute},
 				TLS:       ClientTLS{ServerName: "rdma.example", InsecureSkipVerify: true},
 			},
 			// An atomic's default size is its only legal one.
-			"atomic": {Op: rdma.OpFetchAdd, Mode: rdma.ModeEvent, Sizes: []int{8}, QP: defQP, Count: 10, Interval: 15 * time.Second, Timeout: 5 * time.Second},
+			"atomic": {Op: rdma.OpFetchAdd, Mode: rdma.ModeEvent, Sizes: []int{8}, QP: defQP, Count: 10, Warmup: 1, Interval: 15 * time.Second, Timeout: 5 * time.Second},
 		},
 		Targets: Targets{
 			Static: []Target{
@@ -128,6 +128,7 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"dns-device-port", `dns target "peers.example": device_port 256 is outside 1..255`},
 		{"duplicate-target", `targets: duplicate target name "n1"`},
 		{"tls-half", `responder: tls: cert_file and key_file go together`},
+		{"warmup", `module "m": warmup 0: want 1 to 100000 round trips before the measured ones (a run's first round trip is its slowest: perftest leaves it out too)`},
 		{"count", `module "m": count 100001: want 1 to 100000 round trips per probe (more is a benchmark: rdmarun bench)`},
 		{"responder-max-memory", `responder: max_memory: size "lots" is not a whole number with an optional unit (B, KiB, MiB, GiB, KB, MB, GB)`},
 		{"responder-max-memory-zero", `responder: max_memory 0: want a positive size such as 256MiB (the default is 1GiB)`},
@@ -196,8 +197,8 @@ func TestModuleTests(t *testing.T) {
 	}
 	for i, size := range []int{2, 4096, 65536} {
 		s := specs[i]
-		if s.Measure != rdma.MeasureLatency || s.Size != size || s.Iterations != 20 || s.Op != rdma.OpRead || s.Mode != rdma.ModeBusyPoll {
-			t.Errorf("spec %d = %v, want read latency of %d bytes x20 in busy_poll", i, s, size)
+		if s.Measure != rdma.MeasureLatency || s.Size != size || s.Iterations != 20 || s.Warmup != 3 || s.Op != rdma.OpRead || s.Mode != rdma.ModeBusyPoll {
+			t.Errorf("spec %d = %v, want read latency of %d bytes x20 after 3 warm-up in busy_poll", i, s, size)
 		}
 		if s.StallTimeout != rdma.Duration(time.Second) {
 			t.Errorf("spec %d stall timeout %v, want half the module timeout 2s", i, time.Duration(s.StallTimeout))
@@ -217,6 +218,23 @@ func TestModuleTests(t *testing.T) {
 			if err := s.Ready(); err != nil {
 				t.Errorf("module %s: %v", name, err)
 			}
+		}
+	}
+}
+
+// TestDefaultWarmup: a module without warmup takes a tenth of count, as
+// the engine does, but never none, and at most the engine's 100; the
+// engine gets the module's value.
+func TestDefaultWarmup(t *testing.T) {
+	for _, tc := range []struct{ count, want int }{{1, 1}, {9, 1}, {10, 1}, {25, 2}, {1000, 100}, {100000, 100}} {
+		m := defaultModule
+		m.Count = tc.count
+		mod, err := m.module()
+		if err != nil {
+			t.Fatalf("count %d: %v", tc.count, err)
+		}
+		if mod.Warmup != tc.want || mod.Tests[0].Warmup != tc.want {
+			t.Errorf("count %d: warmup %d, engine's %d; want %d", tc.count, mod.Warmup, mod.Tests[0].Warmup, tc.want)
 		}
 	}
 }

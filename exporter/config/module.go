@@ -14,11 +14,14 @@ import (
 // Module says how one target is probed: a round of Count latency probes per
 // size every Interval, and optionally a bandwidth probe on a slower schedule.
 type Module struct {
-	Op       rdma.Op
-	Mode     rdma.Mode
-	Sizes    []int // bytes
-	QP       QP
-	Count    int           // latency probes per size and round
+	Op    rdma.Op
+	Mode  rdma.Mode
+	Sizes []int // bytes
+	QP    QP
+	Count int // latency probes per size and round
+	// Warmup is the round trips each latency probe makes before its
+	// Count measured ones, which are not recorded.
+	Warmup   int
 	Interval time.Duration // between rounds
 	Timeout  time.Duration // a round that takes longer fails
 	// Bandwidth is nil when the module runs no bandwidth probe.
@@ -97,6 +100,7 @@ func (m Module) tests() ([]rdma.Test, error) {
 		s.Measure = rdma.MeasureLatency
 		s.Size = size
 		s.Iterations = m.Count
+		s.Warmup = m.Warmup
 		specs = append(specs, s)
 	}
 	if b := m.Bandwidth; b != nil {
@@ -151,6 +155,12 @@ var (
 // this fraction of its interval.
 const maxBandwidthDuty = 10
 
+// defaultWarmup is a tenth of count, as rdma's default, but at least one
+// round trip: a run's first round trip pays for waking both ends and is
+// several times the others (on the testbed, perftest's first as much as
+// ours), so a probe of fewer than 10 would otherwise record it every time.
+func defaultWarmup(count int) int { return max(1, min(100, count/10)) }
+
 // maxCount bounds a probe's round trips. A probe holds both ends' QPs and
 // a core for its whole run, and its samples in memory: 100,000 round
 // trips take about 0.2 s on hardware and seconds under emulation, beyond
@@ -166,6 +176,7 @@ type moduleYAML struct {
 	Mode      string         `yaml:"mode"`
 	QP        qpYAML         `yaml:"qp"`
 	Count     int            `yaml:"count"`
+	Warmup    *int           `yaml:"warmup"` // nil: defaultWarmup(count)
 	Interval  time.Duration  `yaml:"interval"`
 	Timeout   time.Duration  `yaml:"timeout"`
 	Bandwidth *bandwidthYAML `yaml:"bandwidth"`
@@ -253,6 +264,13 @@ func (m moduleYAML) module() (Module, error) {
 	}
 	if m.Count < 1 || m.Count > maxCount {
 		return Module{}, fmt.Errorf("count %d: want 1 to %d round trips per probe (more is a benchmark: rdmarun bench)", m.Count, maxCount)
+	}
+	out.Warmup = defaultWarmup(m.Count)
+	if m.Warmup != nil {
+		out.Warmup = *m.Warmup
+	}
+	if out.Warmup < 1 || out.Warmup > maxCount {
+		return Module{}, fmt.Errorf("warmup %d: want 1 to %d round trips before the measured ones (a run's first round trip is its slowest: perftest leaves it out too)", out.Warmup, maxCount)
 	}
 	if m.Interval <= 0 {
 		return Module{}, fmt.Errorf("interval %v must be positive", m.Interval)

@@ -107,8 +107,8 @@ func describeModule(m config.Module) string {
 	for i, s := range m.Sizes {
 		sizes[i] = units.FormatBytes(uint64(s))
 	}
-	fmt.Fprintf(&b, "  op: %s\n  mode: %s\n  sizes: [%s]\n  count: %d\n  interval: %v\n  timeout: %v\n",
-		m.Op, m.Mode, strings.Join(sizes, ", "), m.Count, m.Interval, m.Timeout)
+	fmt.Fprintf(&b, "  op: %s\n  mode: %s\n  sizes: [%s]\n  count: %d\n  warmup: %d\n  interval: %v\n  timeout: %v\n",
+		m.Op, m.Mode, strings.Join(sizes, ", "), m.Count, m.Warmup, m.Interval, m.Timeout)
 	// The attributes the probes use, defaults filled in: one round's tests
 	// all share them.
 	q := m.Tests[0].QP
