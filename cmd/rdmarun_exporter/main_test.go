@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +33,9 @@ func TestConfigCheck(t *testing.T) {
 	}
 	if code := run([]string{"--no-such-flag"}); code != 3 {
 		t.Errorf("bad flag: exit %d, want 3", code)
+	}
+	if code := run([]string{"--config.file=../../exporter/config/testdata/good.yml", "--config.check", "--runtime.gomaxprocs=0"}); code != 3 {
+		t.Errorf("--runtime.gomaxprocs=0: exit %d, want 3", code)
 	}
 	if code := run([]string{"--config.file=../../exporter/config/testdata/good.yml", "--config.check", "--mesh.source=node a"}); code != 3 {
 		t.Errorf("--mesh.source with a space: exit %d, want 3", code)
@@ -69,9 +73,16 @@ func TestServe(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The daemon runs in this process and sets its GOMAXPROCS; an empty
+	// GOMAXPROCS in the environment leaves the flag's default.
+	t.Setenv("GOMAXPROCS", "")
+	t.Cleanup(func(n int) func() { return func() { runtime.GOMAXPROCS(n) } }(runtime.GOMAXPROCS(0)))
 	d := startDaemonConfig(t, cfgFile)
 	base := "http://" + d.addr
 	d.waitReady(t, http.DefaultClient, base+"/metrics")
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Errorf("GOMAXPROCS %d while serving, want the flag's default 1", n)
+	}
 	code, body := get(t, base+"/metrics")
 	for _, want := range []string{
 		"rdmarun_exporter_build_info{",
