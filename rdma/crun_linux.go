@@ -229,17 +229,28 @@ func (e *Endpoint) latencyBuffers(t int) (*latencyBuffers, error) {
 }
 
 // takeHistogram lists the non-empty buckets of worker t's histogram and
-// zeroes them, leaving the buffer clean for the next run.
-func (e *Endpoint) takeHistogram(t int) []bucketCount {
+// zeroes them, leaving the buffer clean for the next run. lo and hi are
+// the least and greatest value the run counted (hi < lo: none), so only
+// the buckets between theirs are read: the whole quarter MiB was 6% of an
+// exporter's Go CPU in the VM, read for a few dozen buckets per probe.
+func (e *Endpoint) takeHistogram(t int, lo, hi uint64) []bucketCount {
 	b := e.lat[t]
+	b.dirty = false
+	if hi < lo {
+		return nil
+	}
 	dense := unsafe.Slice((*uint64)(unsafe.Pointer(b.hist)), C.RR_HIST_BUCKETS)
-	bs := nonEmpty(dense)
+	first, last := bucketIndex(lo), bucketIndex(hi)
+	bs := nonEmptyFrom(dense[first:last+1], first)
 	for _, x := range bs {
 		dense[x.idx] = 0
 	}
-	b.dirty = false
 	return bs
 }
+
+// cBucketIndex is the C loop's bucket for v, for tests that hold
+// bucketIndex to it.
+func cBucketIndex(v uint64) int { return int(C.rr_hist_index(C.uint64_t(v))) }
 
 // freeLatencyBuffers frees what latencyBuffers allocated.
 func (e *Endpoint) freeLatencyBuffers() {

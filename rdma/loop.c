@@ -216,6 +216,16 @@ static int wfail(struct rr_worker *w, int kind)
 	return -1;
 }
 
+uint32_t rr_hist_index(uint64_t v)
+{
+	if (v < 2 * RR_HIST_SUB)
+		return (uint32_t)v;
+	int shift = (63 - __builtin_clzll(v)) - 10; // v >> shift is in [1024, 2048)
+	if (shift > RR_HIST_MAX_SHIFT)
+		return RR_HIST_BUCKETS - 1;
+	return 2 * RR_HIST_SUB + (uint32_t)(shift - 1) * RR_HIST_SUB + (uint32_t)((v >> shift) - RR_HIST_SUB);
+}
+
 static void hist_record(struct rr_worker *w, uint64_t v)
 {
 	w->n++;
@@ -225,17 +235,7 @@ static void hist_record(struct rr_worker *w, uint64_t v)
 		w->min = v;
 	if (v > w->max)
 		w->max = v;
-	uint32_t idx;
-	if (v < 2 * RR_HIST_SUB) {
-		idx = (uint32_t)v;
-	} else {
-		int shift = (63 - __builtin_clzll(v)) - 10; // v >> shift is in [1024, 2048)
-		if (shift > RR_HIST_MAX_SHIFT)
-			idx = RR_HIST_BUCKETS - 1;
-		else
-			idx = 2 * RR_HIST_SUB + (uint32_t)(shift - 1) * RR_HIST_SUB + (uint32_t)((v >> shift) - RR_HIST_SUB);
-	}
-	w->hist[idx]++;
+	w->hist[rr_hist_index(v)]++;
 }
 
 // Called every SPIN_CHECK spins of a busy wait.

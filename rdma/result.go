@@ -159,6 +159,20 @@ func bucketValue(idx int) int64 {
 	return lo + (hi-lo)/2
 }
 
+// bucketIndex is the C histogram bucket that counts v (hist_record in
+// loop.c does the same): v itself below 2*histSub, then histSub buckets per
+// power of two, the last bucket holding everything beyond.
+func bucketIndex(v uint64) int {
+	if v < 2*histSub {
+		return int(v)
+	}
+	shift := 63 - bits.LeadingZeros64(v) - 10 // v >> shift is in [1024, 2048)
+	if shift > histMaxShift {
+		return histBuckets - 1
+	}
+	return 2*histSub + (shift-1)*histSub + int(v>>shift) - histSub
+}
+
 // bucketCount is one non-empty bucket of the C loop's histogram. A run
 // fills a few dozen of its 32,768 buckets, so only those leave C memory:
 // a dense copy would be a quarter megabyte of garbage per run, which a
@@ -169,11 +183,15 @@ type bucketCount struct {
 }
 
 // nonEmpty lists the non-empty buckets of a C histogram in bucket order.
-func nonEmpty(dense []uint64) []bucketCount {
+func nonEmpty(dense []uint64) []bucketCount { return nonEmptyFrom(dense, 0) }
+
+// nonEmptyFrom lists the non-empty buckets of part of a C histogram, the
+// part that starts at bucket first.
+func nonEmptyFrom(part []uint64, first int) []bucketCount {
 	var out []bucketCount
-	for i, c := range dense {
+	for i, c := range part {
 		if c != 0 {
-			out = append(out, bucketCount{i, c})
+			out = append(out, bucketCount{first + i, c})
 		}
 	}
 	return out

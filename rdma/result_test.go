@@ -57,26 +57,7 @@ func cRecord(buckets []uint64, m *moments, v uint64) {
 	m.sumsq += float64(v) * float64(v)
 	m.min = min(m.min, v)
 	m.max = max(m.max, v)
-	var idx int
-	if v < 2*histSub {
-		idx = int(v)
-	} else {
-		shift := 63 - leadingZeros(v) - 10
-		if shift > histMaxShift {
-			idx = histBuckets - 1
-		} else {
-			idx = 2*histSub + (shift-1)*histSub + int(v>>shift) - histSub
-		}
-	}
-	buckets[idx]++
-}
-
-func leadingZeros(v uint64) int {
-	n := 0
-	for i := 63; i >= 0 && v&(1<<i) == 0; i-- {
-		n++
-	}
-	return n
+	buckets[bucketIndex(v)]++
 }
 
 func TestBucketValueRoundTrip(t *testing.T) {

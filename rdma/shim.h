@@ -75,6 +75,9 @@ enum rr_wait { RR_WAIT_PEER_DATA, RR_WAIT_SEND_COMP, RR_WAIT_RECV_COMP };
 #define RR_HIST_MAX_SHIFT 30
 #define RR_HIST_BUCKETS (2 * RR_HIST_SUB + RR_HIST_MAX_SHIFT * RR_HIST_SUB)
 
+// The bucket that counts v ns; Go reads the histogram with the same map.
+uint32_t rr_hist_index(uint64_t v);
+
 // Round trips a latency requester keeps in ticks before it moves them
 // into the histogram, between two round trips.
 #define RR_SAMPLE_BATCH 4096

@@ -215,7 +215,7 @@ func (s *SideRun) Result() (*SideResult, error) {
 		s.cpu = s.span.Stop()
 		for t, w := range s.ws {
 			if w.hist != nil {
-				s.hist = mergeBuckets(s.hist, s.e.takeHistogram(t))
+				s.hist = mergeBuckets(s.hist, s.e.takeHistogram(t, uint64(w.min), uint64(w.max)))
 			}
 		}
 		if !s.e.cfg.SkipPortCounters {
