@@ -136,20 +136,21 @@ soak: testbed-build $(TESTBIN)/soak.testbed.test $(TESTBIN)/rdmarun
 		testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^TestSoak$$' -test.timeout $(SOAK_TIMEOUT)s || status=$$?; \
 	$(if $(SOAK_REPORT),cp $(CACHE)/soak-export/soak-report.txt $(SOAK_REPORT) || status=1;) exit $$status
 
+# The round trip at each position after a run's start on a kept session,
+# and short runs by their warm-up against bench's long ones, beside
+# perftest's round trips by position: what a probe's mean is made of
+# (exporter/README.md, Probe cost). Minutes of VM time.
+.PHONY: run-start-latency
+run-start-latency: testbed-build $(TESTBIN)/peer.testbed.test $(TESTBIN)/rdmarun
+	TESTBED_ENV="RUN_START_LATENCY=1 RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" \
+		testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer -test.run '^TestRunStartLatency$$' -test.timeout 30m
+
 # What the exporter costs while it probes (CPU from /proc, mean RTT against
 # rdmarun bench), a table for exporter/README.md; minutes of VM time, so
 # not part of testbed-test. PROBE_COST_BASELINE=/path/to/rdmarun_exporter
 # interleaves another build's rows for a before and after; PROBE_COST_CASES
 # picks rows (targets/mode/interval, comma-separated: 4/busy_poll/1s) and
 # PROBE_COST_ROUNDS measures each that many times, the builds in turn.
-# The round trip at each position after a run's start on a kept session,
-# and short runs by their warm-up against bench's long ones: what a probe's
-# mean is made of (exporter/README.md, Probe cost). Minutes of VM time.
-.PHONY: run-start-latency
-run-start-latency: testbed-build $(TESTBIN)/peer.testbed.test $(TESTBIN)/rdmarun
-	TESTBED_ENV="RUN_START_LATENCY=1 RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" \
-		testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer -test.run '^TestRunStartLatency$$' -test.timeout 30m
-
 .PHONY: exporter-cost
 exporter-cost: testbed-build $(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter
 	TESTBED_TIMEOUT=3600 TESTBED_ENV="PROBE_COST=1 PROBE_COST_BASELINE=$(PROBE_COST_BASELINE) PROBE_COST_WINDOW=$(PROBE_COST_WINDOW) \
