@@ -182,9 +182,6 @@ type bucketCount struct {
 	n   uint64
 }
 
-// nonEmpty lists the non-empty buckets of a C histogram in bucket order.
-func nonEmpty(dense []uint64) []bucketCount { return nonEmptyFrom(dense, 0) }
-
 // nonEmptyFrom lists the non-empty buckets of part of a C histogram, the
 // part that starts at bucket first.
 func nonEmptyFrom(part []uint64, first int) []bucketCount {

@@ -49,6 +49,9 @@ func TestPercentileMatchesHDR(t *testing.T) {
 	}
 }
 
+// nonEmpty lists the non-empty buckets of a whole histogram, in order.
+func nonEmpty(dense []uint64) []bucketCount { return nonEmptyFrom(dense, 0) }
+
 // cRecord mirrors the C loop's hist_record in Go, so the bucket layout
 // and its conversion can be checked against an exact computation.
 func cRecord(buckets []uint64, m *moments, v uint64) {

@@ -92,17 +92,16 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 	if len(peer.QPNs) != spec.QPs {
 		return nil, fmt.Errorf("rdma: the peer has %d QPs, the test wants %d", len(peer.QPNs), spec.QPs)
 	}
+	// Before the run's own resources: nothing of the run to undo if it fails.
+	if err := e.openRunner(); err != nil {
+		return nil, err
+	}
 	s := &SideRun{e: e, spec: spec, side: side, role: role, exited: make(chan struct{})}
 	fillBuffers(spec, e, side)
 	if s.c, err = s.build(peer); err != nil {
 		return nil, err
 	}
 	if err := s.watchSenders(); err != nil {
-		s.c.free()
-		return nil, err
-	}
-	if err := e.openRunner(); err != nil {
-		s.closeFDs()
 		s.c.free()
 		return nil, err
 	}
