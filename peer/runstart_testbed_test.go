@@ -141,16 +141,9 @@ func perftestRoundTrips(t *testing.T, n int, gap time.Duration) [][]float64 {
 			cancel()
 			t.Fatalf("ib_write_lat server (perftest is in the testbed image): %v", err)
 		}
-		// The client fails at once while the server is not listening yet.
-		var report []byte
-		var err error
-		for ctx.Err() == nil {
-			report, err = exec.CommandContext(ctx, "ib_write_lat", append(append([]string{"-d", "rxe1"}, common...), "10.0.0.1")...).CombinedOutput()
-			if err == nil || !bytes.Contains(report, []byte("Couldn't connect")) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		report, err := perftest.RunClient(ctx, func() *exec.Cmd {
+			return exec.CommandContext(ctx, "ib_write_lat", append(append([]string{"-d", "rxe1"}, common...), "10.0.0.1")...)
+		})
 		_ = server.Wait()
 		cancel()
 		if err != nil {

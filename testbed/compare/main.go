@@ -365,18 +365,9 @@ func runPerftest(o options, t test, k int) (sample, error) {
 	}
 	defer func() { _ = server.Process.Kill(); _ = server.Wait() }()
 
-	// The client fails at once while the server is not listening yet;
-	// try again until it connects or the deadline passes.
-	var out []byte
-	var err error
-	for ctx.Err() == nil {
-		client := pinnedCmd(ctx, t.pinned, clientCPU, t.tool, append([]string{"-d", o.clientDev}, append(common, o.serverAddr)...)...)
-		out, err = client.CombinedOutput()
-		if err == nil || !bytes.Contains(out, []byte("Couldn't connect")) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	out, err := perftest.RunClient(ctx, func() *exec.Cmd {
+		return pinnedCmd(ctx, t.pinned, clientCPU, t.tool, append([]string{"-d", o.clientDev}, append(common, o.serverAddr)...)...)
+	})
 	if err != nil {
 		return sample{}, fmt.Errorf("%s client: %w\n%s\nserver:\n%s", t.tool, err, out, serverOut.Bytes())
 	}
