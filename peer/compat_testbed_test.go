@@ -17,6 +17,7 @@ import (
 
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/peer"
+	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/rdma/rdmatest"
 )
 
@@ -105,8 +106,10 @@ func TestOlderClient(t *testing.T) {
 	cfg.SkipPortCounters = true
 	// The golden's test is the exporter's default probe, so both ends
 	// set up the same one; this client asks for a session and no
-	// counters, which the older message does not carry.
-	s, err := peer.Dial(context.Background(), cfg, probeSpec(t), time.Minute)
+	// counters, which the older message does not carry. That build's
+	// latency runs signaled every send WR, and its message says so.
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Iterations: 10, CQModeration: 1})
+	s, err := peer.Dial(context.Background(), cfg, spec, time.Minute)
 	if err != nil {
 		t.Fatalf("an older client's spec: %v\n%s", err, r.output())
 	}

@@ -70,7 +70,7 @@ func TestSpecDefaults(t *testing.T) {
 	}
 	lat := complete(TestSpec{Op: OpWrite})
 	if lat.Size != 2 || lat.Iterations != 1000 || lat.Warmup != 100 || lat.QPs != 1 || lat.Threads != 1 ||
-		lat.CQModeration != 1 || lat.StallTimeout != Duration(5*time.Second) || lat.QP != DefaultQPAttrs() {
+		lat.TxDepth != 16 || lat.CQModeration != 16 || lat.StallTimeout != Duration(5*time.Second) || lat.QP != DefaultQPAttrs() {
 		t.Errorf("latency defaults: %+v", lat)
 	}
 	bw := complete(TestSpec{Op: OpWrite, Measure: MeasureBandwidth})

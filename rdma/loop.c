@@ -473,7 +473,24 @@ static void prepare_wrs(struct rr_worker *w, struct rr_qp_io *q)
 	}
 }
 
-// Posts one signaled WR (the latency loops).
+// Whether the latency loops' next WR on q asks for a completion. A
+// ping-pong's answer says its request arrived, so a send completion is
+// needed only to free send queue slots: asking for one on every WR cost
+// an event-mode waiter a second wake-up per round trip (the ACK's
+// completion came before the answer), as perftest avoids by signaling
+// every cq_mod-th. A read's or an atomic's completion is its round trip,
+// so each asks. The run's last WR asks too, so the run ends with its send
+// queue empty for the session's next run; a run given by a duration does
+// not know its last, so each of its WRs asks.
+static int lat_signaled(const struct rr_run *r, const struct rr_qp_io *q)
+{
+	if (r->op == RR_READ || is_atomic(r->op) || r->duration_ns)
+		return 1;
+	uint64_t seqno = q->posted + 1;
+	return seqno % r->cq_mod == 0 || seqno == r->warmup + r->iters;
+}
+
+// Posts one WR (the latency loops), signaled as lat_signaled says.
 static int post_one(struct rr_worker *w, struct rr_qp_io *q)
 {
 	struct rr_run *r = w->run;
@@ -482,7 +499,10 @@ static int post_one(struct rr_worker *w, struct rr_qp_io *q)
 		return -1;
 	wr->next = NULL;
 	wr->wr_id = q->posted + 1;
-	wr->send_flags |= IBV_SEND_SIGNALED;
+	if (lat_signaled(r, q))
+		wr->send_flags |= IBV_SEND_SIGNALED;
+	else
+		wr->send_flags &= ~IBV_SEND_SIGNALED;
 	wr->imm_data = htobe32(q->seq);
 	if (r->op == RR_FETCH_ADD) {
 		wr->wr.atomic.compare_add = 1;

@@ -172,7 +172,9 @@ type TestSpec struct {
 	CPUs       []int    `json:"cpus,omitempty"` // pin thread i to CPUs[i % len]; empty: not pinned
 	TxDepth    int      `json:"tx_depth"`       // outstanding send WRs per QP
 	RxDepth    int      `json:"rx_depth"`       // receives kept posted per QP
-	// CQModeration signals every Nth send WR (bandwidth).
+	// CQModeration signals every Nth send WR and a run's last. Latency
+	// runs given by a duration, and read and atomic latency (whose
+	// completion is the round trip), signal every WR.
 	CQModeration  int        `json:"cq_moderation"`
 	PostList      int        `json:"post_list"` // WRs per ibv_post_send call (bandwidth)
 	Inline        int        `json:"inline"`    // largest message sent inline; 0: none
@@ -316,10 +318,7 @@ func (s TestSpec) withDefaults() TestSpec {
 		}
 	}
 	if s.CQModeration == 0 {
-		s.CQModeration = 1
-		if s.Measure == MeasureBandwidth {
-			s.CQModeration = min(100, s.TxDepth)
-		}
+		s.CQModeration = min(100, s.TxDepth)
 	}
 	if s.PostList == 0 {
 		s.PostList = 1
