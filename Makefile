@@ -149,7 +149,9 @@ run-start-latency: testbed-build $(TESTBIN)/peer.testbed.test $(TESTBIN)/rdmarun
 # rdmarun bench), a table for exporter/README.md; minutes of VM time, so
 # not part of testbed-test. PROBE_COST_BASELINE=/path/to/rdmarun_exporter
 # interleaves another build's rows for a before and after; PROBE_COST_CASES
-# picks rows (targets/mode/interval, comma-separated: 4/busy_poll/1s) and
+# picks rows (targets/mode/interval, comma-separated: 4/busy_poll/1s; targets
+# "pair": two exporters probing each other, each with its own responder, so a
+# baseline from before `rdmarun serve` answers its own probes) and
 # PROBE_COST_ROUNDS measures each that many times, the builds in turn.
 .PHONY: exporter-cost
 exporter-cost: testbed-build $(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter

@@ -17,11 +17,21 @@ import (
 )
 
 // costCase is one row of the exporter's cost table: one exporter on rxe1
-// probing targets responders on rxe0 with one module.
+// probing targets responders on rxe0 with one module; or, with pair, two
+// exporters of the build probing each other, each answering the other's
+// probes with its own responder (a node of a mesh of two).
 type costCase struct {
 	targets  int
 	mode     string // event or busy_poll
 	interval time.Duration
+	pair     bool
+}
+
+func (c costCase) String() string {
+	if c.pair {
+		return fmt.Sprintf("pair/%s/%v", c.mode, c.interval)
+	}
+	return fmt.Sprintf("%d/%s/%v", c.targets, c.mode, c.interval)
 }
 
 // costCases are the rows of exporter/README.md's table: an idle
@@ -31,12 +41,16 @@ type costCase struct {
 var costCases = []costCase{
 	// No targets: what the exporter costs doing nothing, under emulation
 	// not nothing (timers, the runtime); the other rows include it.
-	{0, "event", 15 * time.Second},
-	{1, "event", 15 * time.Second}, {1, "busy_poll", 15 * time.Second},
-	{4, "event", 15 * time.Second}, {4, "busy_poll", 15 * time.Second},
-	{16, "event", 15 * time.Second}, {16, "busy_poll", 15 * time.Second},
-	{1, "event", time.Second}, {1, "busy_poll", time.Second},
-	{4, "event", time.Second}, {4, "busy_poll", time.Second},
+	{0, "event", 15 * time.Second, false},
+	{1, "event", 15 * time.Second, false}, {1, "busy_poll", 15 * time.Second, false},
+	{4, "event", 15 * time.Second, false}, {4, "busy_poll", 15 * time.Second, false},
+	{16, "event", 15 * time.Second, false}, {16, "busy_poll", 15 * time.Second, false},
+	{1, "event", time.Second, false}, {1, "busy_poll", time.Second, false},
+	{4, "event", time.Second, false}, {4, "busy_poll", time.Second, false},
+	// Two exporters probing each other every second: the setup the
+	// exporter's cost was first measured in, so a build from then can be
+	// the baseline with its own responders.
+	{1, "event", time.Second, true}, {1, "busy_poll", time.Second, true},
 }
 
 // costSample is what one exporter cost over the measured window.
@@ -113,13 +127,24 @@ func TestProbeCost(t *testing.T) {
 	for _, c := range cases {
 		for i := range rounds * len(builds) {
 			b := builds[i%len(builds)]
-			s := measureCost(t, b.bin, token, c, window, responders[:c.targets])
-			if c.targets > 0 && s.probes == 0 {
-				t.Errorf("%s, %+v: no probe succeeded in the window (%v failed); the row measures nothing", b.name, c, s.failed)
+			var s costSample
+			if c.pair {
+				s = measurePair(t, b.bin, c, window)
+			} else {
+				s = measureCost(t, b.bin, token, c, window, responders[:c.targets])
 			}
-			perMin := func(d time.Duration) float64 { return d.Seconds() * float64(time.Minute) / float64(window) }
-			row := fmt.Sprintf("| %s | %d | %s | %v | %.2f | %.2f | %.0f | %.0f | %.1f | %s | %s | %.1f | %.1f | %.2f |",
-				b.name, c.targets, c.mode, c.interval, perMin(s.cpu), perMin(s.responder),
+			if c.targets > 0 && s.probes == 0 {
+				t.Errorf("%s, %v: no probe succeeded in the window (%v failed); the row measures nothing", b.name, c, s.failed)
+			}
+			perMin := func(d time.Duration) string {
+				return fmt.Sprintf("%.2f", d.Seconds()*float64(time.Minute)/float64(window))
+			}
+			targets, responder := fmt.Sprint(c.targets), perMin(s.responder)
+			if c.pair {
+				targets, responder = "1 (pair)", "in the exporter"
+			}
+			row := fmt.Sprintf("| %s | %s | %s | %v | %s | %s | %.0f | %.0f | %.1f | %s | %s | %.1f | %.1f | %.2f |",
+				b.name, targets, c.mode, c.interval, perMin(s.cpu), responder,
 				s.probes*float64(time.Minute)/float64(window), s.failed,
 				us(s.meanRTT), bucketUS(s.p50), bucketUS(s.p90), us(bench[c.mode].mean), us(bench[c.mode].median),
 				float64(s.meanRTT)/float64(bench[c.mode].mean))
@@ -128,7 +153,7 @@ func TestProbeCost(t *testing.T) {
 			rows = append(rows, row)
 		}
 	}
-	t.Logf("exporter cost over %v windows: one exporter on rxe1 probing responders on rxe0 (write_imm, 2 B, 10 round trips per probe); CPU from /proc/PID/stat (user + system); mean RTT from rdma_probe_latency_seconds over the window, its median and 90th percentile as the bucket bound (powers of two) holding them; bench: rdmarun bench, 1000 round trips, same op, size and mode; ratio: mean RTT over bench's\n"+
+	t.Logf("exporter cost over %v windows: one exporter on rxe1 probing responders on rxe0 (write_imm, 2 B, 10 round trips per probe); pair: two exporters on rxe0 and rxe1 probing each other, each answering the other's probes (CPU, probes and failures per exporter, the mean of the two); CPU from /proc/PID/stat (user + system); mean RTT from rdma_probe_latency_seconds over the window, its median and 90th percentile as the bucket bound (powers of two) holding them; bench: rdmarun bench, 1000 round trips, same op, size and mode; ratio: mean RTT over bench's\n"+
 		"| build | targets | mode | interval | exporter CPU s/min | responders CPU s/min | probes/min | failed in window | mean RTT us | RTT p50 us | RTT p90 us | bench mean RTT us | bench p50 RTT us | ratio |\n"+
 		"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n%s", window, strings.Join(rows, "\n"))
 }
@@ -136,7 +161,8 @@ func TestProbeCost(t *testing.T) {
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // parseCostCases reads PROBE_COST_CASES: rows of the table to measure,
-// each targets/mode/interval, separated by commas ("4/busy_poll/1s").
+// each targets/mode/interval, separated by commas ("4/busy_poll/1s");
+// targets "pair" is two exporters probing each other.
 func parseCostCases(t *testing.T, sel string) []costCase {
 	t.Helper()
 	var cases []costCase
@@ -145,9 +171,13 @@ func parseCostCases(t *testing.T, sel string) []costCase {
 		if len(f) != 3 {
 			t.Fatalf("PROBE_COST_CASES: %q is not targets/mode/interval, as in 4/busy_poll/1s", item)
 		}
-		n, err := strconv.Atoi(f[0])
+		pair := f[0] == "pair"
+		n, err := 1, error(nil)
+		if !pair {
+			n, err = strconv.Atoi(f[0])
+		}
 		if err != nil || n < 0 {
-			t.Fatalf("PROBE_COST_CASES: %q: the number of targets %q is not a whole number", item, f[0])
+			t.Fatalf("PROBE_COST_CASES: %q: the number of targets %q is neither a whole number nor pair", item, f[0])
 		}
 		if f[1] != "event" && f[1] != "busy_poll" {
 			t.Fatalf("PROBE_COST_CASES: %q: the mode %q is neither event nor busy_poll", item, f[1])
@@ -156,7 +186,7 @@ func parseCostCases(t *testing.T, sel string) []costCase {
 		if err != nil || every <= 0 {
 			t.Fatalf("PROBE_COST_CASES: %q: the interval %q is not a duration such as 1s", item, f[2])
 		}
-		cases = append(cases, costCase{n, f[1], every})
+		cases = append(cases, costCase{n, f[1], every, pair})
 	}
 	return cases
 }
@@ -239,19 +269,97 @@ func measureCost(t *testing.T, bin, token string, c costCase, window time.Durati
 	s0, cpu0, resp0 := e.scrape(t), cpuTime(t, e.cmd.Process.Pid), responderCPU(t, responders)
 	time.Sleep(window)
 	s1, cpu1, resp1 := e.scrape(t), cpuTime(t, e.cmd.Process.Pid), responderCPU(t, responders)
+	out := probesBetween(s0, s1).sample()
+	out.cpu, out.responder = cpu1-cpu0, resp1-resp0
+	return out
+}
+
+// measurePair runs two exporters of bin probing each other with case c's
+// module (c.targets is 1), each answering the other's probes with its own
+// responder, and measures over window. CPU, probes and failures are per
+// exporter (the mean of the two); the round trips are both exporters'.
+func measurePair(t *testing.T, bin string, c costCase, window time.Duration) costSample {
+	t.Helper()
+	ends := [2]struct{ addr, device string }{{addrA, "rxe0"}, {addrB, "rxe1"}}
+	var es [2]*exporter
+	for i, me := range ends {
+		peer := ends[1-i]
+		dir := t.TempDir()
+		token := filepath.Join(dir, "token")
+		if err := os.WriteFile(token, []byte("e2e-shared-token\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := fmt.Sprintf("modules:\n  default: {mode: %s, interval: %v, timeout: %v}\n"+
+			"targets:\n  static:\n    - {name: peer, address: \"%s:18520\", module: default}\n"+
+			"responder: {enabled: true, listen: \"%s:18520\", device: %s, token_file: %s}\n",
+			c.mode, c.interval, min(5*time.Second, c.interval*4/5), peer.addr, me.addr, me.device, token)
+		e := runExporterBinary(t, bin, dir, "pair-"+me.device, freePort(t, "127.0.0.1"), withoutDoctor(t, bin, dir, cfg),
+			"--device="+me.device, "--log.level=info")
+		defer func() {
+			if err := e.stop(); err != nil {
+				t.Errorf("exporter %s: %v", e.name, err)
+			}
+		}()
+		es[i] = e
+	}
+	// As in measureCost, a build that cannot keep up is measured all the
+	// same.
+	for deadline := time.Now().Add(2*c.interval + 20*time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if es[0].scrape(t).sum("rdma_probe_success", labels{}) == 1 && es[1].scrape(t).sum("rdma_probe_success", labels{}) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Logf("%v: the exporters did not both answer a probe before the window", c)
+			break
+		}
+	}
+	var s0, s1 [2]scrape
+	var cpu0, cpu1 [2]time.Duration
+	for i, e := range es {
+		s0[i], cpu0[i] = e.scrape(t), cpuTime(t, e.cmd.Process.Pid)
+	}
+	time.Sleep(window)
+	for i, e := range es {
+		s1[i], cpu1[i] = e.scrape(t), cpuTime(t, e.cmd.Process.Pid)
+	}
+	w := probesBetween(s0[0], s1[0]).plus(probesBetween(s0[1], s1[1]))
+	out := w.sample()
+	out.cpu = (cpu1[0] - cpu0[0] + cpu1[1] - cpu0[1]) / 2
+	out.probes, out.failed = out.probes/2, out.failed/2
+	return out
+}
+
+// probeWindow is what an exporter's probes did between two scrapes.
+type probeWindow struct {
+	probes, failed float64
+	latencySum     float64 // seconds
+	latency        histogram
+}
+
+func probesBetween(s0, s1 scrape) probeWindow {
 	ok := labels{"result": "success"}
 	bad := func(s scrape) float64 {
 		return s.sum("rdma_probes_total", labels{}) - s.sum("rdma_probes_total", ok)
 	}
-	h0, h1 := s0.histogram("rdma_probe_latency_seconds", labels{}), s1.histogram("rdma_probe_latency_seconds", labels{})
-	sum := latencySum(s1) - latencySum(s0)
-	out := costSample{cpu: cpu1 - cpu0, responder: resp1 - resp0,
-		probes: s1.sum("rdma_probes_total", ok) - s0.sum("rdma_probes_total", ok),
-		failed: bad(s1) - bad(s0), rtts: h1.count - h0.count}
+	return probeWindow{
+		probes:     s1.sum("rdma_probes_total", ok) - s0.sum("rdma_probes_total", ok),
+		failed:     bad(s1) - bad(s0),
+		latencySum: latencySum(s1) - latencySum(s0),
+		latency:    s1.histogram("rdma_probe_latency_seconds", labels{}).minus(s0.histogram("rdma_probe_latency_seconds", labels{})),
+	}
+}
+
+func (w probeWindow) plus(o probeWindow) probeWindow {
+	return probeWindow{probes: w.probes + o.probes, failed: w.failed + o.failed,
+		latencySum: w.latencySum + o.latencySum, latency: w.latency.plus(o.latency)}
+}
+
+// sample is w's part of a costSample: everything but the CPU.
+func (w probeWindow) sample() costSample {
+	out := costSample{probes: w.probes, failed: w.failed, rtts: w.latency.count}
 	if out.rtts > 0 {
-		out.meanRTT = time.Duration(sum / float64(out.rtts) * float64(time.Second))
-		d := h1.minus(h0)
-		out.p50, out.p90 = d.quantileBound(0.5), d.quantileBound(0.9)
+		out.meanRTT = time.Duration(w.latencySum / float64(out.rtts) * float64(time.Second))
+		out.p50, out.p90 = w.latency.quantileBound(0.5), w.latency.quantileBound(0.9)
 	}
 	return out
 }

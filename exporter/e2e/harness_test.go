@@ -321,6 +321,18 @@ func (h histogram) minus(o histogram) histogram {
 	return d
 }
 
+// plus is the histogram of what h and o observed together.
+func (h histogram) plus(o histogram) histogram {
+	d := histogram{count: h.count + o.count, buckets: map[float64]uint64{}}
+	for b, c := range h.buckets {
+		d.buckets[b] = c
+	}
+	for b, c := range o.buckets {
+		d.buckets[b] += c
+	}
+	return d
+}
+
 // bounds are h's bucket boundaries, in order.
 func (h histogram) bounds() []float64 {
 	bs := make([]float64, 0, len(h.buckets))
