@@ -475,13 +475,14 @@ static void prepare_wrs(struct rr_worker *w, struct rr_qp_io *q)
 
 // Whether the latency loops' next WR on q asks for a completion. A
 // ping-pong's answer says its request arrived, so a send completion is
-// needed only to free send queue slots: asking for one on every WR cost
-// an event-mode waiter a second wake-up per round trip (the ACK's
-// completion came before the answer), as perftest avoids by signaling
-// every cq_mod-th. A read's or an atomic's completion is its round trip,
-// so each asks. The run's last WR asks too, so the run ends with its send
-// queue empty for the session's next run; a run given by a duration does
-// not know its last, so each of its WRs asks.
+// needed only to free send queue slots, and perftest asks on every
+// cq_mod-th. Asking on every WR polls one more completion per round trip,
+// and where the ACK's completion comes before the answer (a NIC; soft-RoCE
+// queues it before the post returns) wakes an event-mode waiter once more.
+// A read's or an atomic's completion is its round trip, so each asks.
+// The run's last WR asks too, so the run ends with its send queue empty
+// for the session's next run; a run given by a duration does not know
+// its last, so each of its WRs asks.
 static int lat_signaled(const struct rr_run *r, const struct rr_qp_io *q)
 {
 	if (r->op == RR_READ || is_atomic(r->op) || r->duration_ns)
