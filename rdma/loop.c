@@ -473,25 +473,31 @@ static void prepare_wrs(struct rr_worker *w, struct rr_qp_io *q)
 	}
 }
 
-// Whether the latency loops' next WR on q asks for a completion. A
-// ping-pong's answer says its request arrived, so a send completion is
-// needed only to free send queue slots, and perftest asks on every
-// cq_mod-th. Asking on every WR polls one more completion per round trip,
-// and where the ACK's completion comes before the answer (a NIC; soft-RoCE
-// queues it before the post returns) wakes an event-mode waiter once more.
-// A read's or an atomic's completion is its round trip, so each asks.
-// The run's last WR asks too, so the run ends with its send queue empty
-// for the session's next run; a run given by a duration does not know
-// its last, so each of its WRs asks.
-static int lat_signaled(const struct rr_run *r, const struct rr_qp_io *q)
+// Marks send WR number seqno of a QP (1-based) as asking for a completion
+// or not: every cq_mod-th asks, and the last (0: not known), so a run ends
+// with every WR accounted for and its send queue empty for the next run.
+static inline void ask_completion(const struct rr_run *r, struct ibv_send_wr *wr, uint64_t seqno, uint64_t last)
 {
-	if (r->op == RR_READ || is_atomic(r->op) || r->duration_ns)
-		return 1;
-	uint64_t seqno = q->posted + 1;
-	return seqno % r->cq_mod == 0 || seqno == r->warmup + r->iters;
+	if (seqno % r->cq_mod == 0 || seqno == last)
+		wr->send_flags |= IBV_SEND_SIGNALED;
+	else
+		wr->send_flags &= ~IBV_SEND_SIGNALED;
 }
 
-// Posts one WR (the latency loops), signaled as lat_signaled says.
+// The latency loops' WRs are moderated too. A ping-pong's answer says its
+// request arrived, so a send completion is needed only to free send queue
+// slots, and perftest asks on every cq_mod-th. Asking on every WR polls one
+// more completion per round trip, and where the ACK's completion comes
+// before the answer (a NIC; soft-RoCE queues it before the post returns)
+// wakes an event-mode waiter once more. A read's or an atomic's completion
+// is its round trip, so each asks; so does each WR of a run given by a
+// duration, which does not know its last.
+static int lat_every_wr_asks(const struct rr_run *r)
+{
+	return r->op == RR_READ || is_atomic(r->op) || r->duration_ns;
+}
+
+// Posts one WR (the latency loops).
 static int post_one(struct rr_worker *w, struct rr_qp_io *q)
 {
 	struct rr_run *r = w->run;
@@ -500,10 +506,10 @@ static int post_one(struct rr_worker *w, struct rr_qp_io *q)
 		return -1;
 	wr->next = NULL;
 	wr->wr_id = q->posted + 1;
-	if (lat_signaled(r, q))
+	if (lat_every_wr_asks(r))
 		wr->send_flags |= IBV_SEND_SIGNALED;
 	else
-		wr->send_flags &= ~IBV_SEND_SIGNALED;
+		ask_completion(r, wr, q->posted + 1, r->warmup + r->iters);
 	wr->imm_data = htobe32(q->seq);
 	if (r->op == RR_FETCH_ADD) {
 		wr->wr.atomic.compare_add = 1;
@@ -691,9 +697,7 @@ static int bw_post(struct rr_worker *w, struct rr_qp_io *q, uint64_t total, int6
 			struct ibv_send_wr *wr = &q->wrs[k];
 			uint64_t seqno = q->posted + k + 1;
 			wr->wr_id = seqno;
-			wr->send_flags &= ~IBV_SEND_SIGNALED;
-			if (seqno % r->cq_mod == 0 || (!timed && seqno == total))
-				wr->send_flags |= IBV_SEND_SIGNALED;
+			ask_completion(r, wr, seqno, timed ? 0 : total);
 			wr->next = k + 1 < batch ? &q->wrs[k + 1] : NULL;
 		}
 		if (q->t_first_post == 0) {
