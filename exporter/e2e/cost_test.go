@@ -27,6 +27,12 @@ type costCase struct {
 	pair     bool
 }
 
+// module is the YAML of the case's one module: the default probe, in
+// c's mode every c.interval.
+func (c costCase) module() string {
+	return fmt.Sprintf("{mode: %s, interval: %v, timeout: %v}", c.mode, c.interval, min(5*time.Second, c.interval*4/5))
+}
+
 func (c costCase) String() string {
 	if c.pair {
 		return fmt.Sprintf("pair/%s/%v", c.mode, c.interval)
@@ -105,10 +111,7 @@ func TestProbeCost(t *testing.T) {
 		builds = append([]struct{ name, bin string }{{"baseline", b}}, builds...)
 	}
 	dir := t.TempDir()
-	token := filepath.Join(dir, "token")
-	if err := os.WriteFile(token, []byte("e2e-shared-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	token := writeToken(t, dir)
 	maxTargets := 0
 	for _, c := range cases {
 		maxTargets = max(maxTargets, c.targets)
@@ -224,11 +227,9 @@ func startResponder(t *testing.T, rdmarun, token, addr string) *exec.Cmd {
 func measureCost(t *testing.T, bin, token string, c costCase, window time.Duration, responders []*exec.Cmd) costSample {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("e2e-shared-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeToken(t, dir)
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "modules:\n  default: {mode: %s, interval: %v, timeout: %v}\n", c.mode, c.interval, min(5*time.Second, c.interval*4/5))
+	fmt.Fprintf(&cfg, "modules:\n  default: %s\n", c.module())
 	if c.targets == 0 {
 		cfg.WriteString("targets: {}\n")
 	} else {
@@ -283,17 +284,11 @@ func measurePair(t *testing.T, bin string, c costCase, window time.Duration) cos
 	ends := [2]struct{ addr, device string }{{addrA, "rxe0"}, {addrB, "rxe1"}}
 	var es [2]*exporter
 	for i, me := range ends {
-		peer := ends[1-i]
+		s := exporterSpec{name: "pair-" + me.device, device: me.device, responder: me.addr + ":18520",
+			target: "peer", targetAt: ends[1-i].addr + ":18520", module: c.module()}
 		dir := t.TempDir()
-		token := filepath.Join(dir, "token")
-		if err := os.WriteFile(token, []byte("e2e-shared-token\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg := fmt.Sprintf("modules:\n  default: {mode: %s, interval: %v, timeout: %v}\n"+
-			"targets:\n  static:\n    - {name: peer, address: \"%s:18520\", module: default}\n"+
-			"responder: {enabled: true, listen: \"%s:18520\", device: %s, token_file: %s}\n",
-			c.mode, c.interval, min(5*time.Second, c.interval*4/5), peer.addr, me.addr, me.device, token)
-		e := runExporterBinary(t, bin, dir, "pair-"+me.device, freePort(t, "127.0.0.1"), withoutDoctor(t, bin, dir, cfg),
+		writeToken(t, dir)
+		e := runExporterBinary(t, bin, dir, s.name, freePort(t, "127.0.0.1"), withoutDoctor(t, bin, dir, s.config(true)),
 			"--device="+me.device, "--log.level=info")
 		defer func() {
 			if err := e.stop(); err != nil {

@@ -77,13 +77,22 @@ func binary(t *testing.T) string {
 func startExporter(t *testing.T, s exporterSpec) *exporter {
 	t.Helper()
 	dir := t.TempDir()
+	writeToken(t, dir)
+	e := runExporter(t, dir, s.name, s.web, s.config(false))
+	e.spec = s
+	return e
+}
+
+// writeToken writes the token every exporter and responder of these
+// tests shares into dir/token, where their configs name it, and returns
+// its path.
+func writeToken(t *testing.T, dir string) string {
+	t.Helper()
 	token := filepath.Join(dir, "token")
 	if err := os.WriteFile(token, []byte("e2e-shared-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := runExporter(t, dir, s.name, s.web, s.config(false))
-	e.spec = s
-	return e
+	return token
 }
 
 // config is the exporter's config file, with or without its target.

@@ -167,9 +167,7 @@ func startMesh(t *testing.T) []meshNode {
 	for i := range nodes {
 		n := &nodes[i]
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "token"), []byte("e2e-shared-token\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeToken(t, dir)
 		var flags []string
 		if n.probeHost != n.responderHost {
 			flags = append(flags, "--device="+hostDevice(n.probeHost))
