@@ -20,6 +20,11 @@ share_ok=
 # Stage times (guest uptime), printed when TESTBED_VERBOSE is set.
 trace=
 stage() { read -r up _ </proc/uptime; trace="$trace $1=$up"; }
+# How far the guest got, for the host: run.sh reads the share's "reached"
+# to bound the boot and to say where a VM that never ran its command
+# stuck. No file at all means before the share was mounted (kernel boot,
+# modules, 9p).
+reached() { [ -z "$share_ok" ] || echo "$1" >/share/reached; }
 # Report a setup failure to the host and stop. Without a mounted share the
 # host sees no status file, which it also reports as a failure.
 fail() {
@@ -53,6 +58,7 @@ mount -t 9p -o "$opts,cache=loose,ro" hostroot /host || fail "cannot mount the h
 # The share is written by both sides while the VM runs: no caching.
 mount -t 9p -o "$opts,cache=none" share /share || fail "cannot mount the run folder over 9p"
 share_ok=1
+reached share
 
 # run.sh wrote TB_SHARE (the share's path on the host), TB_NETSCRIPT,
 # TB_HOSTS, TB_TIMEOUT (seconds for the command) and TB_PATH.
@@ -91,6 +97,7 @@ mount -t tmpfs -o mode=755 tmpfs /host/run || fail "mount /host/run"
 stty -F /dev/ttyS1 -opost
 stty -F /dev/ttyS2 -opost
 stage mounts
+reached mounts
 
 chroot /host /bin/sh "$TB_NETSCRIPT" "${TB_HOSTS:-2}" </dev/null >/dev/console 2>&1 ||
     fail "network setup ($TB_NETSCRIPT) failed"
@@ -100,6 +107,7 @@ chroot /host /bin/sh "$TB_NETSCRIPT" "${TB_HOSTS:-2}" </dev/null >/dev/console 2
 # group of the command. Exit 124 alone is ambiguous (the command may exit
 # 124 itself), so the elapsed time decides.
 stage net
+reached command
 read -r t0 _ </proc/uptime
 chroot /host /usr/bin/env -i HOME=/root PATH="$TB_PATH" TERM=dumb LANG=C.UTF-8 USER=root \
     /usr/bin/timeout -k 5 "$TB_TIMEOUT" /bin/sh "$TB_SHARE/cmd.sh" \

@@ -24,12 +24,15 @@
 # stderr; the guest console (kernel messages, setup errors) goes to stderr.
 #
 # Exit status: the command's, or 125 when the testbed itself failed (VM
-# timed out, crashed, setup failed, or the command hit the guest-side
-# timeout); a message starting "testbed:" on stderr says which.
+# timed out, crashed, did not start the command within the boot limit,
+# setup failed, or the command hit the guest-side timeout); a message
+# starting "testbed:" on stderr says which, and how far the guest got.
 #
 # Environment:
 #   TESTBED_HOSTS=N     number of soft-RoCE hosts, 2 to 10 (default 2)
 #   TESTBED_TIMEOUT=N   overall limit in seconds, default 600 (--timeout wins)
+#   TESTBED_BOOT_LIMIT=N  seconds the guest may take to start the command,
+#                       default 180 (a boot takes ~7 s; at most the timeout)
 #   TESTBED_ENV="A=1 B=2"  extra variables for the command (no spaces in values)
 #   TESTBED_KEEP=1      keep the run folder under .cache/testbed/runs/
 #   TESTBED_EXPORT=DIR  copy what the command wrote to $TESTBED_RUN_DIR/export
@@ -65,6 +68,11 @@ done
 # The command gets less time than the VM, so that a hanging command is
 # stopped inside and reported as such: boot takes ~7 s, shutdown ~1 s.
 guest_timeout=$((timeout_s - 15 - timeout_s / 20))
+
+boot_limit_s=${TESTBED_BOOT_LIMIT:-180}
+[[ $boot_limit_s =~ ^[0-9]+$ ]] && [ "$boot_limit_s" -ge 1 ] ||
+    die "TESTBED_BOOT_LIMIT must be a whole number of seconds, at least 1 (got '$boot_limit_s')"
+[ "$boot_limit_s" -le "$timeout_s" ] || boot_limit_s=$timeout_s
 
 hosts=${TESTBED_HOSTS:-2}
 [[ $hosts =~ ^([2-9]|10)$ ]] ||
@@ -211,9 +219,27 @@ t_vm=$(now_ms)
     exit $?
 ) 4>&2 2>/dev/null &
 qemu_pid=$!
+# The guest starts its command ~7 s after boot (~12 s with two VMs on two
+# cores). A boot stuck before that would otherwise hold the run for the
+# whole timeout with no word of where; this watcher stops it at
+# boot_limit_s, and what the guest "reached" says how far it got.
+# It sleeps in "wait" so that its own TERM ends it at once.
+(
+    trap 'exit 0' TERM
+    for _ in $(seq "$boot_limit_s"); do
+        sleep 1 &
+        wait $!
+        read -r r <"$SHARE/reached" && [ "$r" = command ] && exit 0
+    done
+    : >"$RUN/boot-stuck"
+    [ -s "$qemu_pidfile" ] && kill -TERM "$(cat "$qemu_pidfile")"
+) </dev/null >/dev/null 2>&1 &
+watcher=$!
 qst=0
 wait "$qemu_pid" || qst=$?
 qemu_pid=
+kill -TERM "$watcher" 2>/dev/null || true
+wait "$watcher" 2>/dev/null || true
 t_done=$(now_ms)
 release_pumps
 say "build check $((t_built - t_start)) ms, VM $((t_done - t_vm)) ms"
@@ -233,11 +259,20 @@ case $status in
     "setup "*)
         die "guest setup failed: ${status#setup }" ;;
 esac
+reached=
+[ -f "$SHARE/reached" ] && read -r reached <"$SHARE/reached"
+case $reached in
+    command) where="the guest had started the command" ;;
+    "") where="the guest never mounted the run folder (stuck in kernel boot, module loading or 9p)" ;;
+    *) where="the guest had set up '$reached' but not started the command" ;;
+esac
+[ ! -f "$RUN/boot-stuck" ] ||
+    die "the guest did not start the command within $boot_limit_s s; $where"
 # timeout exits 124 when it stopped qemu, 137 when it had to SIGKILL it;
 # but 137 also means someone else SIGKILLed qemu, so check the clock.
 if { [ "$qst" = 124 ] || [ "$qst" = 137 ]; } && [ $((t_done - t_vm)) -ge $((timeout_s * 1000)) ]; then
-    die "VM timed out after $timeout_s s"
+    die "VM timed out after $timeout_s s; $where"
 fi
 why="qemu exit status $qst"
 [ "$qst" -le 128 ] || why="qemu killed by signal $((qst - 128))"
-die "VM exited without a status (killed or crashed; $why)"
+die "VM exited without a status (killed or crashed; $why; $where)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Self-test of the testbed: exit statuses, the rxe devices, real RDMA
-# traffic between rxe1 and rxe0, and the two failure modes (a hanging
-# command, a VM that dies). Each VM boot costs ~6 s of both cores, so the
-# checks share boots, and the two slow failure checks run side by side.
+# traffic between rxe1 and rxe0, and the failure modes (a hanging command,
+# a VM that dies, a boot that outlasts its limit). Each VM boot costs ~6 s
+# of both cores, so the checks share boots, and the two slow failure
+# checks run side by side.
 #
 # Last line: "N passed, N failed"; the exit status is non-zero on failure.
 set -euo pipefail
@@ -137,6 +138,17 @@ slow=${slow%% *} other=${other%% *} back=${back%% *}
 [ "$back" != failed ] && [ "$back" -lt 10000 ] && echo "CHECK cleared pair fast"
 '
 
+# A boot limit shorter than any boot: the VM is stopped at the limit, and
+# the message says so and how far the guest got.
+TESTBED_BOOT_LIMIT=2 start bootlimit -- echo ran
+finish bootlimit
+f0=$failed
+check "TESTBED_BOOT_LIMIT=2 stops a VM that has not started its command: 125 within 15 s (got $rc after $secs s)" \
+    eval '[ "$rc" = 125 ] && [ "$secs" -le 15 ] && ! has bootlimit.out ran'
+check "... saying the limit and how far the guest got" \
+    has bootlimit.err "did not start the command within 2 s; the guest"
+[ "$failed" = "$f0" ] || show bootlimit
+
 # Boots 1 and 2 run together, then 3 and 4, then 5 while 3 still sleeps.
 start true -- true
 TESTBED_ENV="TB_SELFTEST=yes" start net -- sh -c "$guest_script"
@@ -159,13 +171,16 @@ grep '^INFO' "$WORK/net.out" | sed 's/^INFO /  info: /' || true
 start hang --timeout 40 -- sleep 1000
 # A VM killed from outside must not look like a success.
 TESTBED_PIDFILE=$WORK/qemu.pid start kill -- sh -c 'echo started; exec sleep 1000'
+# Killed once its command runs, or after 60 s whatever the guest reached:
+# a VM killed in boot must fail the same way, and a slow boot beside the
+# hanging VM's must not leave this one to run out its timeout.
 for _ in $(seq 120); do
     has kill.out started 2>/dev/null && break
     sleep 0.5
 done
-if has kill.out started 2>/dev/null && [ -s "$WORK/qemu.pid" ]; then
-    kill -KILL "$(cat "$WORK/qemu.pid")"
-fi
+kill_started=no
+has kill.out started 2>/dev/null && kill_started=yes
+[ -s "$WORK/qemu.pid" ] && kill -KILL "$(cat "$WORK/qemu.pid")"
 finish kill
 # Four hosts, while the hanging command sleeps: not earlier, as three VMs
 # booting at once on a loaded machine are too many.
@@ -173,6 +188,12 @@ TESTBED_HOSTS=4 TESTBED_ENV="TB_FAULT=$HERE/fault.sh" start hosts -- sh -c "$hos
 f0=$failed
 check "killed VM fails with 125 and 'without a status' (got $rc)" \
     eval '[ "$rc" = 125 ] && has kill.err "testbed: VM exited without a status"'
+if [ "$kill_started" = yes ]; then
+    check "killed VM's message says the guest had started the command" \
+        has kill.err "without a status.*the guest had started the command"
+else
+    echo "  info: the VM to kill had not started its command after 60 s; killed in boot"
+fi
 [ "$failed" = "$f0" ] || show kill
 finish hang
 f0=$failed
