@@ -148,6 +148,16 @@ check "TESTBED_BOOT_LIMIT=2 stops a VM that has not started its command: 125 wit
 check "... saying the limit and how far the guest got" \
     has bootlimit.err "did not start the command within 2 s; the guest"
 [ "$failed" = "$f0" ] || show bootlimit
+# A third of 3 s is too short for any kernel to mount the run folder: the
+# stuck-kernel path boots once more, then gives up.
+TESTBED_BOOT_LIMIT=3 start kernellimit -- echo ran
+finish kernellimit
+f0=$failed
+check "a kernel that has not mounted the run folder in a third of the boot limit is booted once more, then fails (got $rc after $secs s)" \
+    eval '[ "$rc" = 125 ] && [ "$secs" -le 15 ] && ! has kernellimit.out ran &&
+        [ "$(grep -c "booting again" "$WORK/kernellimit.err")" = 1 ] &&
+        has kernellimit.err "did not mount the run folder within 1 s, twice"'
+[ "$failed" = "$f0" ] || show kernellimit
 
 # Boots 1 and 2 run together, then 3 and 4, then 5 while 3 still sleeps.
 start true -- true
@@ -171,10 +181,11 @@ grep '^INFO' "$WORK/net.out" | sed 's/^INFO /  info: /' || true
 start hang --timeout 40 -- sleep 1000
 # A VM killed from outside must not look like a success.
 TESTBED_PIDFILE=$WORK/qemu.pid start kill -- sh -c 'echo started; exec sleep 1000'
-# Killed once its command runs, or after 60 s whatever the guest reached:
-# a VM killed in boot must fail the same way, and a slow boot beside the
-# hanging VM's must not leave this one to run out its timeout.
-for _ in $(seq 120); do
+# Killed once its command runs, or after 90 s whatever the guest reached
+# (past run.sh's 60 s for a stuck kernel and its second boot): a VM killed
+# in boot must fail the same way, and a slow boot beside the hanging VM's
+# must not leave this one to run out its timeout.
+for _ in $(seq 180); do
     has kill.out started 2>/dev/null && break
     sleep 0.5
 done
@@ -192,7 +203,7 @@ if [ "$kill_started" = yes ]; then
     check "killed VM's message says the guest had started the command" \
         has kill.err "without a status.*the guest had started the command"
 else
-    echo "  info: the VM to kill had not started its command after 60 s; killed in boot"
+    echo "  info: the VM to kill had not started its command after 90 s; killed in boot"
 fi
 [ "$failed" = "$f0" ] || show kill
 finish hang
