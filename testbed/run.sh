@@ -32,10 +32,11 @@
 #   TESTBED_HOSTS=N     number of soft-RoCE hosts, 2 to 10 (default 2)
 #   TESTBED_TIMEOUT=N   overall limit in seconds, default 600 (--timeout wins)
 #   TESTBED_BOOT_LIMIT=N  seconds the guest may take to start the command,
-#                       default 180 (a boot takes ~7 s; at most the timeout).
-#                       A kernel that has not mounted the run folder after
-#                       a third of it (60 s at most) is booted once more;
-#                       see boot_vm below.
+#                       default 180 (a boot takes ~7 s; at most the timeout)
+#   TESTBED_KERNEL_LIMIT=N  seconds the kernel may take to mount the run
+#                       folder before the VM is booted once more, default
+#                       60 (~3 s is usual); only under the boot limit; see
+#                       boot_vm below
 #   TESTBED_ENV="A=1 B=2"  extra variables for the command (no spaces in values)
 #   TESTBED_KEEP=1      keep the run folder under .cache/testbed/runs/
 #   TESTBED_EXPORT=DIR  copy what the command wrote to $TESTBED_RUN_DIR/export
@@ -76,6 +77,9 @@ boot_limit_s=${TESTBED_BOOT_LIMIT:-180}
 [[ $boot_limit_s =~ ^[0-9]+$ ]] && [ "$boot_limit_s" -ge 1 ] ||
     die "TESTBED_BOOT_LIMIT must be a whole number of seconds, at least 1 (got '$boot_limit_s')"
 [ "$boot_limit_s" -le "$timeout_s" ] || boot_limit_s=$timeout_s
+kernel_limit_s=${TESTBED_KERNEL_LIMIT:-60}
+[[ $kernel_limit_s =~ ^[0-9]+$ ]] && [ "$kernel_limit_s" -ge 1 ] ||
+    die "TESTBED_KERNEL_LIMIT must be a whole number of seconds, at least 1 (got '$kernel_limit_s')"
 
 hosts=${TESTBED_HOSTS:-2}
 [[ $hosts =~ ^([2-9]|10)$ ]] ||
@@ -220,19 +224,21 @@ qemu_args+=(-pidfile "$qemu_pidfile")
 # folder ~3 s after boot and starts the command ~7 s after (~12 s with two
 # VMs on two cores); what it "reached" says how far it got.
 #
-# A kernel stuck before the mount is booted once more. QEMU 7.2's threaded
-# TCG can keep running a stale translation of kernel code another vCPU has
-# patched: the boot-time flip of the timer static keys (~2 s) leaves both
-# vCPUs trapping on an int3 the kernel has already removed, forever (seen
-# with the monitor: both at hrtimer_start_range_ns, in the int3 handler;
-# 2 boots in about 130 with two VMs booting at once). Nothing of ours has
-# run by then, so booting again hides nothing.
-kernel_limit_s=$((boot_limit_s < 180 ? boot_limit_s / 3 : 60))
+# A kernel that has not mounted it after kernel_limit_s is booted once
+# more. QEMU 7.2's threaded TCG can keep running a stale translation of
+# kernel code another vCPU has patched: the boot-time flip of the timer
+# static keys (~2 s) leaves both vCPUs trapping on an int3 the kernel has
+# already removed, forever (seen with the monitor: both at
+# hrtimer_start_range_ns, in the int3 handler; 2 boots in about 130 with
+# two VMs booting at once). Nothing of ours has run by then, so booting
+# again hides nothing.
 
-# boot_vm runs the VM once and sets qst (qemu's exit status, through
-# timeout) and stuck ("kernel" or "boot" when the watcher stopped it).
+# boot_vm runs the VM once and sets t_boot (when it started), qst (qemu's
+# exit status, through timeout) and stuck ("kernel" or "boot" when the
+# watcher stopped it).
 boot_vm() {
     rm -f "$RUN/stuck"
+    t_boot=$(now_ms)
     start_pumps
     # The subshell keeps bash's "Killed" job notices (when qemu or timeout
     # die by SIGKILL) off stderr; qemu's own messages go to the real stderr
@@ -254,7 +260,7 @@ boot_vm() {
             t=$((t + 1))
             read -r r <"$SHARE/reached" || r=
             [ "$r" != command ] || exit 0
-            if [ -z "$r" ] && [ "$kernel_limit_s" -ge 1 ] && [ "$t" -ge "$kernel_limit_s" ]; then
+            if [ -z "$r" ] && [ "$t" -ge "$kernel_limit_s" ] && [ "$kernel_limit_s" -lt "$boot_limit_s" ]; then
                 echo kernel >"$RUN/stuck"
                 break
             fi
@@ -312,7 +318,7 @@ case $stuck in
 esac
 # timeout exits 124 when it stopped qemu, 137 when it had to SIGKILL it;
 # but 137 also means someone else SIGKILLed qemu, so check the clock.
-if { [ "$qst" = 124 ] || [ "$qst" = 137 ]; } && [ $((t_done - t_vm)) -ge $((timeout_s * 1000)) ]; then
+if { [ "$qst" = 124 ] || [ "$qst" = 137 ]; } && [ $((t_done - t_boot)) -ge $((timeout_s * 1000)) ]; then
     die "VM timed out after $timeout_s s; $where"
 fi
 why="qemu exit status $qst"
