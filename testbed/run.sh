@@ -229,7 +229,7 @@ qemu_args+=(-pidfile "$qemu_pidfile")
 # kernel code another vCPU has patched: the boot-time flip of the timer
 # static keys (~2 s) leaves both vCPUs trapping on an int3 the kernel has
 # already removed, forever (seen with the monitor: both at
-# hrtimer_start_range_ns, in the int3 handler; 2 boots in about 130 with
+# hrtimer_start_range_ns, in the int3 handler; 2 boots in about 400 with
 # two VMs booting at once). Nothing of ours has run by then, so booting
 # again hides nothing.
 
