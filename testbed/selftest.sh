@@ -191,7 +191,9 @@ for _ in $(seq 180); do
 done
 kill_started=no
 has kill.out started 2>/dev/null && kill_started=yes
-[ -s "$WORK/qemu.pid" ] && kill -KILL "$(cat "$WORK/qemu.pid")"
+if [ -s "$WORK/qemu.pid" ]; then
+    kill -KILL "$(cat "$WORK/qemu.pid")" || echo "  info: kill -KILL of the VM to kill failed"
+fi
 finish kill
 # Four hosts, while the hanging command sleeps: not earlier, as three VMs
 # booting at once on a loaded machine are too many.
