@@ -35,7 +35,7 @@
 #                       default 180 (a boot takes ~7 s; at most the timeout)
 #   TESTBED_KERNEL_LIMIT=N  seconds the kernel may take to mount the run
 #                       folder before the VM is booted once more, default
-#                       60 (~3 s is usual); only under the boot limit; see
+#                       60 (it takes 4-5 s); only under the boot limit; see
 #                       boot_vm below
 #   TESTBED_ENV="A=1 B=2"  extra variables for the command (no spaces in values)
 #   TESTBED_KEEP=1      keep the run folder under .cache/testbed/runs/
@@ -221,8 +221,8 @@ qemu_pidfile=${TESTBED_PIDFILE:-$RUN/qemu.pid}
 qemu_args+=(-pidfile "$qemu_pidfile")
 
 # How far a boot may get before it is stopped. The guest mounts the run
-# folder ~3 s after boot and starts the command ~7 s after (~12 s with two
-# VMs on two cores); what it "reached" says how far it got.
+# folder 4-5 s after qemu starts and starts the command ~7 s after (~11 s
+# with two VMs on two cores); what it "reached" says how far it got.
 #
 # A kernel that has not mounted it after kernel_limit_s is booted once
 # more. QEMU 7.2's threaded TCG can keep running a stale translation of
