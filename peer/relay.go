@@ -63,7 +63,8 @@ func relay(ctx context.Context, c *ctrl.Conn, side *rdma.SideRun, step, drain ti
 			end, own = nil, nil
 			// The peer gets a bounded time to finish its own side: a
 			// step when this side failed, the stall deadline more when
-			// it succeeded (the peer may still be draining). A passive
+			// it succeeded (the peer may still be draining: its last wait may take
+			// the stall limit while its port keeps receiving). A passive
 			// responder finishes at once and waits for the client as
 			// long as the test runs.
 			switch {

@@ -147,14 +147,14 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*r
 
 // relayWait bounds the wait for A's answer. A promised one within its
 // limit on a test (within); a test of fixed length needs no more than
-// the setup steps, its duration and a stall deadline to drain, each with
+// the setup steps, its duration and a stall limit to drain, each with
 // a step to spare.
 func relayWait(spec rdma.Test, step, within time.Duration) time.Duration {
 	bound := within + 2*step
 	if d := time.Duration(spec.Duration); d > 0 {
 		// Connect, handshake, spec, endpoints, start, the result and the
 		// answer: seven steps on A's hop to B.
-		if own := 8*step + d + 2*time.Duration(spec.StallTimeout); own < bound || within <= 0 {
+		if own := 8*step + d + 2*spec.StallLimit(); own < bound || within <= 0 {
 			bound = own
 		}
 	}

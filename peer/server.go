@@ -451,7 +451,7 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 	if folded {
 		clientFailed, linkErr = serveFolded(ctx, c, side, s.cfg.StepTimeout)
 	} else {
-		linkErr = relay(ctx, c, side, s.cfg.StepTimeout, time.Duration(spec.StallTimeout))
+		linkErr = relay(ctx, c, side, s.cfg.StepTimeout, spec.StallLimit())
 	}
 	res, runErr := side.Result()
 	msg := resultMsg{Side: res}

@@ -191,7 +191,7 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 	if s.folded {
 		return s.finishFolded(ctx, side, since)
 	}
-	if err := relay(ctx, s.c, side, s.step, time.Duration(s.spec.StallTimeout)); err != nil {
+	if err := relay(ctx, s.c, side, s.step, s.spec.StallLimit()); err != nil {
 		var said *ctrl.RemoteError
 		if errors.As(err, &said) {
 			// The responder stopped the test and said why (its
@@ -206,7 +206,7 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 	mine, localErr := side.Result()
 	// The responder answers once its side is done: it may still be
 	// draining, so allow it the stall deadline on top of a step.
-	rctx, cancel := context.WithTimeout(ctx, s.step+time.Duration(s.spec.StallTimeout))
+	rctx, cancel := context.WithTimeout(ctx, s.step+s.spec.StallLimit())
 	var theirRes resultMsg
 	err = s.c.Recv(rctx, ctrl.KindResult, &theirRes)
 	cancel()
@@ -230,7 +230,7 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 // finishFolded ends a folded run (fold.go): the responder's Result is
 // read while this side runs, as the news that the responder is done.
 func (s *Session) finishFolded(ctx context.Context, side *rdma.SideRun, since func() string) (*rdma.Result, error) {
-	theirRes, err := runFolded(ctx, s.c, side, s.step, time.Duration(s.spec.StallTimeout))
+	theirRes, err := runFolded(ctx, s.c, side, s.step, s.spec.StallLimit())
 	if err != nil {
 		var said *ctrl.RemoteError
 		if errors.As(err, &said) {

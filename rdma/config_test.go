@@ -147,3 +147,47 @@ func TestSpecJSON(t *testing.T) {
 		t.Errorf("bad op: %v", err)
 	}
 }
+
+// TestDefaultModerationBound: the default CQ moderation is perftest's 100
+// for small messages and at most 8 MiB of messages between signalled WRs
+// for large ones, so a slow link hears from its CQ at least that often.
+func TestDefaultModerationBound(t *testing.T) {
+	for _, tc := range []struct {
+		size, txDepth, want int
+	}{
+		{65536, 0, 100}, {1 << 20, 0, 8}, {8 << 20, 0, 1}, {16 << 20, 0, 1}, {4096, 4, 4}, {80 << 10, 0, 100}, {90 << 10, 0, 91},
+	} {
+		c, err := TestSpec{Measure: MeasureBandwidth, Size: tc.size, TxDepth: tc.txDepth}.Complete()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.CQModeration != tc.want {
+			t.Errorf("size %d tx_depth %d: cq_moderation %d, want %d", tc.size, c.TxDepth, c.CQModeration, tc.want)
+		}
+	}
+}
+
+// TestReadAckTimeout: a read run's default ACK timeout covers the read
+// responses its QPs may be owed at once at 0.1 Gb/s, never below 14; a
+// given timeout stands.
+func TestReadAckTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		spec TestSpec
+		want int
+	}{
+		{TestSpec{Op: OpRead, Measure: MeasureBandwidth}, 14},
+		{TestSpec{Op: OpRead, Measure: MeasureBandwidth, Size: 4 << 20, QPs: 4}, 19},
+		{TestSpec{Op: OpRead, Measure: MeasureBandwidth, Size: 16 << 20, QPs: 4}, 21},
+		{TestSpec{Op: OpRead, Measure: MeasureBandwidth, Size: 1 << 20, QP: QPSettings{MaxRdAtomic: new(2)}}, 16},
+		{TestSpec{Op: OpRead, Measure: MeasureBandwidth, Size: 16 << 20, QPs: 4, QP: QPSettings{Timeout: new(12)}}, 12},
+		{TestSpec{Op: OpWrite, Measure: MeasureBandwidth, Size: 16 << 20, QPs: 4}, 14},
+	} {
+		c, err := tc.spec.Complete()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.QP.Timeout != tc.want {
+			t.Errorf("%s: timeout %d, want %d", c, c.QP.Timeout, tc.want)
+		}
+	}
+}

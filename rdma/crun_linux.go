@@ -66,6 +66,11 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 	r.cq_mod = C.uint32_t(spec.CQModeration)
 	r.post_list = C.uint32_t(spec.PostList)
 	r.stall_ns = C.int64_t(time.Duration(spec.StallTimeout).Nanoseconds())
+	r.stall_cap_ns = C.int64_t(spec.StallLimit().Nanoseconds())
+	r.port_rx_fd = -1
+	if e.rxCount != nil {
+		r.port_rx_fd = C.int(e.rxCount.Fd())
+	}
 	if spec.Duration > 0 {
 		r.duration_ns = C.int64_t(time.Duration(spec.Duration).Nanoseconds())
 	} else {
@@ -188,7 +193,21 @@ func (s *SideRun) error() error {
 			C.RR_WAIT_SEND_COMP: "send completions",
 			C.RR_WAIT_RECV_COMP: "a receive completion (the peer's message)",
 		}[C.int(w.waiting)]
-		return &StallError{Waited: time.Duration(s.spec.StallTimeout), Waiting: what, Device: dev, Iteration: uint64(w.fail_iter)}
+		st := &StallError{
+			Waited:       time.Duration(w.stall_waited_ns),
+			Waiting:      what,
+			Device:       dev,
+			Iteration:    uint64(w.fail_iter),
+			StallTimeout: time.Duration(s.spec.StallTimeout),
+			Limit:        s.spec.StallLimit(),
+			Extended:     int(w.stall_extended),
+			PortCounter:  s.e.rxCountName,
+		}
+		if s.spec.Measure == MeasureBandwidth {
+			st.Window = uint64(s.spec.CQModeration) * uint64(s.spec.Size) * uint64(w.nq)
+			st.CQModeration = s.spec.CQModeration
+		}
+		return st
 	}
 	return fmt.Errorf("rdma: run failed with unknown code %d", int(w.fail))
 }

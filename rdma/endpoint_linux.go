@@ -15,11 +15,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/rdmarun/rdmarun/portstats"
+	"github.com/rdmarun/rdmarun/sysfs"
 )
 
 // Endpoint owns a device context, a PD, a registered buffer off the Go
@@ -60,6 +63,27 @@ type Endpoint struct {
 	// after (unless cfg.SkipPortCounters), its drivers and netdev looked
 	// up once here rather than twice per run.
 	counters portstats.Port
+	// rxCount is the port's received-packet counter, kept open for the
+	// loop's stall rule (rr_run.port_rx_fd), and rxCountName its path
+	// under the port; nil when the port has none.
+	rxCount     *os.File
+	rxCountName string
+}
+
+// rxCounters are the port counters that count packets the port received,
+// in the order they are tried: the IB counter set (InfiniBand and most
+// RoCE NICs), then soft-RoCE's, then bytes where packets are missing.
+var rxCounters = []string{"counters/port_rcv_packets", "hw_counters/rcvd_pkts", "counters/port_rcv_data"}
+
+// openRxCounter opens the first of rxCounters the port has.
+func openRxCounter(device string, port int) (*os.File, string) {
+	for _, name := range rxCounters {
+		f, err := os.Open(filepath.Join(sysfs.Root, device, "ports", strconv.Itoa(port), name))
+		if err == nil {
+			return f, name
+		}
+	}
+	return nil, ""
 }
 
 const accessAll = C.IBV_ACCESS_LOCAL_WRITE | C.IBV_ACCESS_REMOTE_WRITE | C.IBV_ACCESS_REMOTE_READ | C.IBV_ACCESS_REMOTE_ATOMIC
@@ -95,6 +119,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 			e.Close()
 		}
 	}()
+	e.rxCount, e.rxCountName = openRxCounter(cfg.Device, cfg.Port)
 	if e.ctx, err = openContext(cfg.Device); err != nil {
 		return nil, err
 	}
@@ -368,6 +393,10 @@ func (e *Endpoint) Close() error {
 	if e.ctx != nil {
 		errs = append(errs, rcErr("ibv_close_device", e.cfg.Device, C.ibv_close_device(e.ctx)))
 		e.ctx = nil
+	}
+	if e.rxCount != nil {
+		errs = append(errs, e.rxCount.Close())
+		e.rxCount = nil
 	}
 	return errors.Join(errs...)
 }

@@ -151,17 +151,54 @@ func (e *CompletionError) Error() string {
 // StallError ends a run in which nothing completed within the stall
 // deadline. The hardware retry machinery cannot be relied on to end such a
 // run: soft-RoCE treats retry_cnt 7 as "retry forever", and on real NICs
-// timeout x retry_cnt can be tens of seconds.
+// timeout x retry_cnt can be tens of seconds. A wait fails when nothing
+// completed and the port received nothing for StallTimeout, or when
+// nothing completed for Limit while the port kept receiving.
 type StallError struct {
-	Waited    time.Duration
-	Waiting   string // what the loop was waiting for
-	Device    string
-	Iteration uint64
+	Waited       time.Duration // how long the failed wait lasted
+	Waiting      string        // what the loop was waiting for
+	Device       string
+	Iteration    uint64
+	StallTimeout time.Duration
+	Limit        time.Duration // the longest a wait may last while the port receives
+	Extended     int           // windows the port's own progress added to the wait
+	PortCounter  string        // the port counter that tells slow from dead; "": none
+	// Window is the bytes a bandwidth worker's QPs send between two
+	// signalled WRs (cq_moderation x size x QPs); 0 for latency.
+	Window       uint64
+	CQModeration int
 }
 
 func (e *StallError) Error() string {
-	return fmt.Sprintf("stalled: nothing arrived for %v while waiting for %s on %s at iteration %d (peer gone, link down, or packets dropped with an unbounded retry count)",
-		e.Waited, e.Waiting, e.Device, e.Iteration)
+	head := fmt.Sprintf("stalled: nothing completed for %v while waiting for %s on %s at iteration %d", e.Waited.Round(time.Millisecond), e.Waiting, e.Device, e.Iteration)
+	if e.Extended > 0 && e.Waited >= e.Limit {
+		// Slow, not silent: the port kept receiving to the end.
+		msg := fmt.Sprintf("%s, though the port kept receiving (%s moved in each of %d windows of stall_timeout %v); a wait may last %v (%d x stall_timeout)",
+			head, e.PortCounter, e.Extended, e.StallTimeout, e.Limit, stallLimitFactor)
+		if e.Window > 0 {
+			msg += fmt.Sprintf("; %s of messages go between signalled completions (cq_moderation %d): lower cq_moderation or raise stall_timeout for a link this slow", byteSize(e.Window), e.CQModeration)
+		}
+		return msg
+	}
+	why := fmt.Sprintf(", and the port received nothing for the last %v (stall_timeout)", e.StallTimeout)
+	if e.PortCounter == "" {
+		why = fmt.Sprintf(" (stall_timeout %v; this port has no receive counter to tell a slow link from a dead one)", e.StallTimeout)
+	}
+	return fmt.Sprintf("%s%s: peer gone, link down, or packets dropped with an unbounded retry count", head, why)
+}
+
+// byteSize writes n in the largest binary unit that divides it evenly
+// enough to read: 800 MiB, 1.5 GiB, 4096 B.
+func byteSize(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 // ValidationError means data came back different from what was sent.

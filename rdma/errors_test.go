@@ -20,8 +20,17 @@ func TestErrorMessages(t *testing.T) {
 			"completion error RETRY_EXC_ERR (status 12: transport retry counter exceeded, vendor_err 0x0) on rxe1 QP 0x000011 at iteration 42; likely cause: the peer did not acknowledge: peer QP not in RTS, wrong QPN or GID, or the link is down or dropping packets"},
 		{&CompletionError{Status: 99, Device: "rxe1"},
 			"completion error STATUS_99 (status 99, vendor_err 0x0) on rxe1 QP 0x000000 at iteration 0"},
-		{&StallError{Waited: 2 * time.Second, Waiting: "the peer's write to arrive", Device: "rxe0", Iteration: 7},
-			"stalled: nothing arrived for 2s while waiting for the peer's write to arrive on rxe0 at iteration 7 (peer gone, link down, or packets dropped with an unbounded retry count)"},
+		{&StallError{Waited: 2 * time.Second, Waiting: "the peer's write to arrive", Device: "rxe0", Iteration: 7,
+			StallTimeout: 2 * time.Second, Limit: 24 * time.Second, PortCounter: "hw_counters/rcvd_pkts"},
+			"stalled: nothing completed for 2s while waiting for the peer's write to arrive on rxe0 at iteration 7, and the port received nothing for the last 2s (stall_timeout): peer gone, link down, or packets dropped with an unbounded retry count"},
+		{&StallError{Waited: 7 * time.Second, Waiting: "send completions", Device: "rxe1", Iteration: 3,
+			StallTimeout: 5 * time.Second, Limit: time.Minute, PortCounter: "hw_counters/rcvd_pkts", Extended: 1},
+			"stalled: nothing completed for 7s while waiting for send completions on rxe1 at iteration 3, and the port received nothing for the last 5s (stall_timeout): peer gone, link down, or packets dropped with an unbounded retry count"},
+		{&StallError{Waited: 5 * time.Second, Waiting: "send completions", Device: "siw0", StallTimeout: 5 * time.Second, Limit: time.Minute},
+			"stalled: nothing completed for 5s while waiting for send completions on siw0 at iteration 0 (stall_timeout 5s; this port has no receive counter to tell a slow link from a dead one): peer gone, link down, or packets dropped with an unbounded retry count"},
+		{&StallError{Waited: time.Minute, Waiting: "send completions", Device: "rxe1", StallTimeout: 5 * time.Second, Limit: time.Minute,
+			PortCounter: "hw_counters/rcvd_pkts", Extended: 11, Window: 100 * 16 << 20, CQModeration: 100},
+			"stalled: nothing completed for 1m0s while waiting for send completions on rxe1 at iteration 0, though the port kept receiving (hw_counters/rcvd_pkts moved in each of 11 windows of stall_timeout 5s); a wait may last 1m0s (12 x stall_timeout); 1.6 GiB of messages go between signalled completions (cq_moderation 100): lower cq_moderation or raise stall_timeout for a link this slow"},
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)

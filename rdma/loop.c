@@ -238,17 +238,66 @@ static void hist_record(struct rr_worker *w, uint64_t v)
 	w->hist[rr_hist_index(v)]++;
 }
 
+// Reads the port's received-packet count into *v; 0 when it cannot.
+// pread at offset 0 re-reads a sysfs attribute without reopening it.
+static int port_rx(const struct rr_run *r, uint64_t *v)
+{
+	char buf[32];
+	ssize_t n = pread(r->port_rx_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *end;
+	errno = 0;
+	*v = strtoull(buf, &end, 10);
+	return end != buf && errno == 0;
+}
+
+// Decides whether the wait whose current window began at *since (0: the
+// wait begins now) has stalled, and sets *left_ns to the rest of the
+// window. A slow link is not a dead one: with CQ moderation and large
+// messages the next completion may be hundreds of MiB away, so a window
+// that ends with the port's receive count moved (ACKs, read responses or
+// data are arriving) opens another, up to stall_cap_ns for the whole
+// wait. The count is read at most twice per window, half way and at its
+// end, so a wait that ends in time never reads it.
+static int over(struct rr_worker *w, uint64_t now, uint64_t *since, int64_t *left_ns)
+{
+	struct rr_run *r = w->run;
+	if (*since == 0) {
+		*since = now;
+		w->wait_begin = now;
+		w->rx_armed = 0;
+		w->stall_extended = 0;
+	}
+	int64_t window = (int64_t)ticks_ns(w, now - *since);
+	if (r->port_rx_fd >= 0 && !w->rx_armed && window >= r->stall_ns / 2)
+		w->rx_armed = port_rx(r, &w->rx_seen);
+	if (window < r->stall_ns) {
+		*left_ns = r->stall_ns - window;
+		return 0;
+	}
+	int64_t total = (int64_t)ticks_ns(w, now - w->wait_begin);
+	uint64_t v;
+	if (w->rx_armed && total < r->stall_cap_ns && port_rx(r, &v) && v != w->rx_seen) {
+		w->rx_seen = v; // the next window's baseline
+		w->stall_extended++;
+		*since = now;
+		*left_ns = r->stall_ns;
+		return 0;
+	}
+	w->stall_waited_ns = total;
+	*left_ns = 0;
+	return 1;
+}
+
 // Called every SPIN_CHECK spins of a busy wait.
 static int check(struct rr_worker *w, uint64_t *since, int waiting)
 {
 	if (w->run->stop)
 		return wfail(w, RR_FAIL_STOPPED);
-	uint64_t now = ticks(w);
-	if (*since == 0) {
-		*since = now;
-		return 0;
-	}
-	if (ticks_ns(w, now - *since) > (uint64_t)w->run->stall_ns) {
+	int64_t left;
+	if (over(w, ticks(w), since, &left)) {
 		w->waiting = waiting;
 		return wfail(w, RR_FAIL_STALL);
 	}
@@ -298,13 +347,10 @@ static int poll_q(struct rr_worker *w, struct rr_qp_io *q, int stamp_recv)
 // and polled them once more after arming, so no completion is missed.
 static int block(struct rr_worker *w, uint64_t *since, int waiting)
 {
-	uint64_t now = ticks(w);
-	if (*since == 0)
-		*since = now;
 	if (w->run->stop)
 		return wfail(w, RR_FAIL_STOPPED);
-	int64_t left = w->run->stall_ns - (int64_t)ticks_ns(w, now - *since);
-	if (left <= 0) {
+	int64_t left;
+	if (over(w, ticks(w), since, &left)) {
 		w->waiting = waiting;
 		return wfail(w, RR_FAIL_STALL);
 	}

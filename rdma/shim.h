@@ -140,6 +140,16 @@ struct rr_worker {
 	uint64_t fail_iter;
 	int waiting; // enum rr_wait
 	uint64_t iter;
+
+	// The current wait for a completion (loop.c, over): when it began,
+	// the port's receive count seen in its window, and how often the
+	// port's own progress extended it. stall_waited_ns is what a stalled
+	// wait lasted.
+	uint64_t wait_begin;
+	uint64_t rx_seen;
+	int rx_armed;
+	uint32_t stall_extended;
+	int64_t stall_waited_ns;
 };
 
 struct rr_run {
@@ -156,7 +166,13 @@ struct rr_run {
 	uint64_t warmup;
 	uint64_t iters;      // per QP; 0 with duration_ns
 	int64_t duration_ns; // 0: run iters
+	// A wait fails once nothing completed and the port received nothing
+	// for stall_ns, or nothing completed for stall_cap_ns however busy
+	// the port. port_rx_fd is the sysfs file of the port's received
+	// packets (-1: none, and stall_ns alone decides).
 	int64_t stall_ns;
+	int64_t stall_cap_ns;
+	int port_rx_fd;
 
 	volatile int stop;      // set by a failing worker, or by Go to end a run early
 	volatile int peer_done; // set by Go: every sender on the other side has finished

@@ -174,16 +174,21 @@ type TestSpec struct {
 	RxDepth    int      `json:"rx_depth"`       // receives kept posted per QP
 	// CQModeration signals every Nth send WR and a run's last. Latency
 	// runs given by a duration, and read and atomic latency (whose
-	// completion is the round trip), signal every WR.
-	CQModeration  int        `json:"cq_moderation"`
-	PostList      int        `json:"post_list"` // WRs per ibv_post_send call (bandwidth)
-	Inline        int        `json:"inline"`    // largest message sent inline; 0: none
-	Bidirectional bool       `json:"bidirectional,omitempty"`
-	Hugepages     bool       `json:"hugepages,omitempty"` // buffers on 2 MiB huge pages
-	Validate      bool       `json:"validate,omitempty"`  // write a pattern and check it arrived
-	Seed          uint64     `json:"seed,omitempty"`      // of the validation pattern; both ends derive it
-	StallTimeout  Duration   `json:"stall_timeout"`
-	QP            QPSettings `json:"qp_attrs"`
+	// completion is the round trip), signal every WR. The default is
+	// 100, at most tx_depth, and at most 8 MiB of messages
+	// (moderationBytes) between signalled WRs.
+	CQModeration  int    `json:"cq_moderation"`
+	PostList      int    `json:"post_list"` // WRs per ibv_post_send call (bandwidth)
+	Inline        int    `json:"inline"`    // largest message sent inline; 0: none
+	Bidirectional bool   `json:"bidirectional,omitempty"`
+	Hugepages     bool   `json:"hugepages,omitempty"` // buffers on 2 MiB huge pages
+	Validate      bool   `json:"validate,omitempty"`  // write a pattern and check it arrived
+	Seed          uint64 `json:"seed,omitempty"`      // of the validation pattern; both ends derive it
+	// StallTimeout: a wait for a completion fails when nothing completed
+	// and the port received nothing for this long. A port that keeps
+	// receiving extends the wait, up to StallLimit.
+	StallTimeout Duration   `json:"stall_timeout"`
+	QP           QPSettings `json:"qp_attrs"`
 }
 
 // Test is a TestSpec with every default filled in and every check passed.
@@ -279,6 +284,23 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// moderationBytes bounds the default CQ moderation: the bytes of the
+// messages between two signalled send WRs.
+const moderationBytes = 8 << 20
+
+// stallLimitFactor: a wait that sees its port receive all along may last
+// this many stall timeouts. A port that receives is alive, and most
+// slow waits end long before; the bound is for a flow that loses every
+// packet (rxe retries forever at retry_cnt 7) while other traffic keeps
+// its port busy.
+const stallLimitFactor = 12
+
+// StallLimit is the longest a run waits for one completion while its
+// port keeps receiving: a minute at the default stall timeout.
+func (s TestSpec) StallLimit() time.Duration {
+	return stallLimitFactor * time.Duration(s.StallTimeout)
+}
+
 // withDefaults fills every zero setting; only Complete calls it.
 func (s TestSpec) withDefaults() TestSpec {
 	if s.Op.Atomic() && s.Size == 0 {
@@ -318,7 +340,12 @@ func (s TestSpec) withDefaults() TestSpec {
 		}
 	}
 	if s.CQModeration == 0 {
-		s.CQModeration = min(100, s.TxDepth)
+		// perftest's 100, but never more than moderationBytes between
+		// asked completions: at 8 MiB a window of 100 WRs is 800 MiB,
+		// half a minute of a slow link without a word from the CQ. A
+		// completion per 8 MiB costs nothing; up to 80 KiB (the default
+		// 64 KiB included) the default is perftest's.
+		s.CQModeration = max(1, min(100, s.TxDepth, moderationBytes/max(s.Size, 1)))
 	}
 	if s.PostList == 0 {
 		s.PostList = 1
@@ -326,7 +353,36 @@ func (s TestSpec) withDefaults() TestSpec {
 	if s.StallTimeout == 0 {
 		s.StallTimeout = Duration(5 * time.Second)
 	}
+	if s.Op == OpRead && s.QP.Timeout == nil {
+		rd := 1
+		if s.QP.MaxRdAtomic != nil {
+			rd = max(1, *s.QP.MaxRdAtomic)
+		}
+		s.QP.Timeout = new(readAckTimeout(s.QPs * rd * s.Size))
+	}
 	return s
+}
+
+// slowLinkBitsPerSec is the slowest link whose read responses the default
+// ACK timeout waits for: 0.1 Gb/s, about half of what soft-RoCE under
+// emulation moves.
+const slowLinkBitsPerSec = 0.1e9
+
+// readAckTimeout is the default local ACK timeout (4.096 us x 2^t) of a
+// read run whose QPs may have bytes of read responses owed at once. A
+// responder may send one QP's response whole before the next's (rxe
+// does), so a QP can hear nothing while the others' bytes cross; a
+// timeout shorter than that retries a healthy read, and retry_cnt
+// retries later fails it with RETRY_EXC_ERR (perftest's retry_cnt 7 hides
+// this on rxe, which retries forever: 157 retries in a 4 QP x 4 MiB
+// ib_read_bw in the VM). Never below perftest's 14 (67 ms).
+func readAckTimeout(bytes int) int {
+	need := float64(bytes) * 8 / slowLinkBitsPerSec
+	t := 14
+	for t < 31 && 4.096e-6*float64(uint64(1)<<t) < need {
+		t++
+	}
+	return t
 }
 
 // check reports every setting that cannot work, saying why.

@@ -111,11 +111,15 @@ rules() {
 # 1 MiB message is 1024 packets at soft-RoCE's 1024 B MTU, so a single
 # read response could overflow it: the soak counted hundreds of veth drops
 # (and as many rxe send_err) and the QPs that met them failed, and a CI
-# run once saw a 1 MiB read end in RETRY_EXC_ERR. The soak runs four tests
-# at once with at most 2 MiB in flight each (8192 packets); twice that
-# leaves room for retransmissions. An emulated fabric, not the code under
-# test, was failing: real NICs do not share this queue.
-echo 16384 >/proc/sys/net/core/netdev_max_backlog
+# run once saw a 1 MiB read end in RETRY_EXC_ERR. An emulated fabric, not
+# the code under test, was failing: real NICs do not share this queue,
+# and a lossless RoCE fabric holds a sender back rather than drop. rxe's
+# read responder sends a whole response at once, so the largest burst is
+# the large-message matrix's 4 QPs x 16 MiB read: 65536 packets. At 16384
+# ib_read_bw -q 4 -s 8M lost 3183 packets here (softnet_stat) and failed;
+# twice the burst leaves room for a second pair and retransmissions, at
+# most about 300 MB of queued packets.
+echo 131072 >/proc/sys/net/core/netdev_max_backlog
 
 i=0
 devs="all default"
