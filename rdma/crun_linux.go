@@ -65,7 +65,7 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 	r.recv_len = C.uint32_t(e.cfg.MaxMessage)
 	r.cq_mod = C.uint32_t(spec.CQModeration)
 	r.post_list = C.uint32_t(spec.PostList)
-	r.stall_ns = C.int64_t(time.Duration(spec.StallTimeout).Nanoseconds())
+	r.stall_ns = C.int64_t(spec.StallWindow().Nanoseconds())
 	r.stall_cap_ns = C.int64_t(spec.StallLimit().Nanoseconds())
 	r.port_rx_fd = -1
 	if e.rxCount != nil {
@@ -194,14 +194,14 @@ func (s *SideRun) error() error {
 			C.RR_WAIT_RECV_COMP: "a receive completion (the peer's message)",
 		}[C.int(w.waiting)]
 		st := &StallError{
-			Waited:       time.Duration(w.stall_waited_ns),
-			Waiting:      what,
-			Device:       dev,
-			Iteration:    uint64(w.fail_iter),
-			StallTimeout: time.Duration(s.spec.StallTimeout),
-			Limit:        s.spec.StallLimit(),
-			Extended:     int(w.stall_extended),
-			PortCounter:  s.e.rxCountName,
+			Waited:      time.Duration(w.stall_waited_ns),
+			Waiting:     what,
+			Device:      dev,
+			Iteration:   uint64(w.fail_iter),
+			Quiet:       s.spec.StallWindow(),
+			Limit:       s.spec.StallLimit(),
+			Extended:    int(w.stall_extended),
+			PortCounter: s.e.rxCountName,
 		}
 		if s.spec.Measure == MeasureBandwidth {
 			st.Window = uint64(s.spec.CQModeration) * uint64(s.spec.Size) * uint64(w.nq)

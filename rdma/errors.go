@@ -155,14 +155,14 @@ func (e *CompletionError) Error() string {
 // completed and the port received nothing for StallTimeout, or when
 // nothing completed for Limit while the port kept receiving.
 type StallError struct {
-	Waited       time.Duration // how long the failed wait lasted
-	Waiting      string        // what the loop was waiting for
-	Device       string
-	Iteration    uint64
-	StallTimeout time.Duration
-	Limit        time.Duration // the longest a wait may last while the port receives
-	Extended     int           // windows the port's own progress added to the wait
-	PortCounter  string        // the port counter that tells slow from dead; "": none
+	Waited      time.Duration // how long the failed wait lasted
+	Waiting     string        // what the loop was waiting for
+	Device      string
+	Iteration   uint64
+	Quiet       time.Duration // how long the port may receive nothing (Test.StallWindow)
+	Limit       time.Duration // the longest a wait may last while the port receives
+	Extended    int           // windows the port's own progress added to the wait
+	PortCounter string        // the port counter that tells slow from dead; "": none
 	// Window is the bytes a bandwidth worker's QPs send between two
 	// signalled WRs (cq_moderation x size x QPs); 0 for latency.
 	Window       uint64
@@ -173,16 +173,16 @@ func (e *StallError) Error() string {
 	head := fmt.Sprintf("stalled: nothing completed for %v while waiting for %s on %s at iteration %d", e.Waited.Round(time.Millisecond), e.Waiting, e.Device, e.Iteration)
 	if e.Extended > 0 && e.Waited >= e.Limit {
 		// Slow, not silent: the port kept receiving to the end.
-		msg := fmt.Sprintf("%s, though the port kept receiving (%s moved in each of %d windows of stall_timeout %v); a wait may last %v (%d x stall_timeout)",
-			head, e.PortCounter, e.Extended, e.StallTimeout, e.Limit, stallLimitFactor)
+		msg := fmt.Sprintf("%s, though the port kept receiving (%s moved in each of %d windows of %v); a wait may last %v (%d windows)",
+			head, e.PortCounter, e.Extended, e.Quiet, e.Limit, stallLimitFactor)
 		if e.Window > 0 {
 			msg += fmt.Sprintf("; %s of messages go between signalled completions (cq_moderation %d): lower cq_moderation or raise stall_timeout for a link this slow", byteSize(e.Window), e.CQModeration)
 		}
 		return msg
 	}
-	why := fmt.Sprintf(", and the port received nothing for the last %v (stall_timeout)", e.StallTimeout)
+	why := fmt.Sprintf(", and the port received nothing for the last %v (stall_timeout, or two ACK timeouts where longer)", e.Quiet)
 	if e.PortCounter == "" {
-		why = fmt.Sprintf(" (stall_timeout %v; this port has no receive counter to tell a slow link from a dead one)", e.StallTimeout)
+		why = fmt.Sprintf(" (the stall window %v; this port has no receive counter to tell a slow link from a dead one)", e.Quiet)
 	}
 	return fmt.Sprintf("%s%s: peer gone, link down, or packets dropped with an unbounded retry count", head, why)
 }

@@ -295,10 +295,23 @@ const moderationBytes = 8 << 20
 // its port busy.
 const stallLimitFactor = 12
 
+// StallWindow is how long a run's port may receive nothing while a
+// completion is awaited: the stall timeout, or two local ACK timeouts
+// where that is longer, since a QP that lost a packet hears nothing until
+// its ACK timer fires and it retransmits.
+func (t Test) StallWindow() time.Duration {
+	w := time.Duration(t.StallTimeout)
+	if t.QP.Timeout > 0 {
+		ack := time.Duration(4096 << t.QP.Timeout) // 4.096 us x 2^timeout, in ns
+		w = max(w, 2*ack)
+	}
+	return w
+}
+
 // StallLimit is the longest a run waits for one completion while its
 // port keeps receiving: a minute at the default stall timeout.
-func (s TestSpec) StallLimit() time.Duration {
-	return stallLimitFactor * time.Duration(s.StallTimeout)
+func (t Test) StallLimit() time.Duration {
+	return stallLimitFactor * t.StallWindow()
 }
 
 // withDefaults fills every zero setting; only Complete calls it.
