@@ -232,9 +232,6 @@ func TestCategoryValuesLeaveOutUnreported(t *testing.T) {
 	if got := th.Values(env); !maps.Equal(got, want) {
 		t.Errorf("Values() = %v, want %v", got, want)
 	}
-	if got := envValues(env, th.Names()); !maps.Equal(got, want) {
-		t.Errorf("envValues() = %v, want %v", got, want)
-	}
 	for name, unit := range map[string]string{"pause_rx_us": "us", "pause_tx_us": "us", "pause_rx": "", "cnp_sent": ""} {
 		if got := Unit(name); got != unit {
 			t.Errorf("Unit(%q) = %q, want %q", name, got, unit)

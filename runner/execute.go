@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"syscall"
 	"time"
 
@@ -99,7 +98,7 @@ func judgeRun(out *report.Run, r Run, res *rdma.Result, linkGbps float64) {
 	out.Status = report.Passed
 	env := NewEnv(res, linkGbps)
 	for _, t := range r.Pass {
-		v := report.Verdict{Expr: t.Source(), Values: envValues(env, t.Names())}
+		v := report.Verdict{Expr: t.Source(), Values: t.Values(env)}
 		ok, err := t.Eval(env)
 		switch {
 		case err != nil:
@@ -112,35 +111,6 @@ func judgeRun(out *report.Run, r Run, res *rdma.Result, linkGbps float64) {
 		}
 		out.Verdicts = append(out.Verdicts, v)
 	}
-}
-
-// envValues reads the named numbers out of env, for the report to show
-// what a threshold saw.
-func envValues(env Env, names []string) map[string]float64 {
-	if len(names) == 0 {
-		return nil
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	out := map[string]float64{}
-	v := reflect.ValueOf(env)
-	t := v.Type()
-	for i := range t.NumField() {
-		name := t.Field(i).Tag.Get("expr")
-		if !want[name] || env.categoryError(name) != nil {
-			// A category a side does not report is not a zero.
-			continue
-		}
-		switch f := v.Field(i); f.Kind() {
-		case reflect.Float64:
-			out[name] = f.Float()
-		case reflect.Int:
-			out[name] = float64(f.Int())
-		}
-	}
-	return out
 }
 
 // environmental reports whether err means the environment, not the

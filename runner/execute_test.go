@@ -146,3 +146,37 @@ func TestExecuteInterrupted(t *testing.T) {
 		t.Errorf("summary %+v, stopped %q, exit %d", rep.Summary, rep.Stopped, ExitStatus(rep))
 	}
 }
+
+// TestExecuteVerdictCounterValues: a threshold that reads a counter
+// reports the counter's value beside the names it read, as
+// Threshold.Values does: the evidence of a verdict is never dropped.
+func TestExecuteVerdictCounterValues(t *testing.T) {
+	sc, err := Parse("c.yaml", []byte(`
+name: c
+device: rxe0
+cases:
+  - name: lat
+    op: write
+    measure: latency
+    pass: counter("rnr_nak_retry_err") < 5 && errors == 0
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCounter := func(spec rdma.Test) (*rdma.Result, error) {
+		r, _ := latencyResult(5)(spec)
+		side := rdma.SideSummary{Device: "rxe0"}
+		side.Counters.Counters = map[string]uint64{"rnr_nak_retry_err": 7}
+		r.Sides = []rdma.SideSummary{side}
+		return r, nil
+	}
+	rep, err := Execute(context.Background(), sc, &fakeTarget{results: []func(rdma.Test) (*rdma.Result, error){withCounter}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := rep.Runs[0].Verdicts[0]
+	want := map[string]float64{`counter("rnr_nak_retry_err")`: 7, "errors": 0}
+	if v.Passed || fmt.Sprint(v.Values) != fmt.Sprint(want) {
+		t.Errorf("verdict passed %v, values %v; want failed with %v", v.Passed, v.Values, want)
+	}
+}
