@@ -98,7 +98,7 @@ func (c *Conn) Close() error {
 // RemoteError is an error frame from the peer: it gave up and said why.
 type RemoteError struct {
 	Peer string
-	Code string // "auth", "version", "protocol" from the handshake; "timeout" from SendTimeout; "" from SendError
+	Code string // "auth", "version", "protocol" from the handshake; "timeout" from SendTimeout; "setup" from SendSetup; "" from SendError
 	Msg  string
 }
 
@@ -116,6 +116,8 @@ func (e *RemoteError) Unwrap() error {
 		return ErrVersion
 	case codeTimeout:
 		return ErrPeerTimeout
+	case codeSetup:
+		return ErrPeerSetup
 	}
 	return nil
 }
@@ -125,6 +127,7 @@ const (
 	codeVersion  = "version"
 	codeProtocol = "protocol"
 	codeTimeout  = "timeout"
+	codeSetup    = "setup"
 )
 
 // Send encodes v as JSON and sends it as one frame of the given kind; a nil
@@ -157,6 +160,13 @@ func (c *Conn) SendError(ctx context.Context, msg string) error {
 // this end; the peer's error then matches ErrPeerTimeout.
 func (c *Conn) SendTimeout(ctx context.Context, msg string) error {
 	return c.sendError(ctx, codeTimeout, msg)
+}
+
+// SendSetup is SendError for a failure of this host's own set-up (no
+// device, the locked-memory limit); the peer's error then matches
+// ErrPeerSetup. A peer of a release before it reads a plain error.
+func (c *Conn) SendSetup(ctx context.Context, msg string) error {
+	return c.sendError(ctx, codeSetup, msg)
 }
 
 func (c *Conn) sendError(ctx context.Context, code, msg string) error {

@@ -234,6 +234,26 @@ func TestSendTimeout(t *testing.T) {
 	}
 }
 
+// A peer's own set-up failure travels as such: a fleet names that host's
+// environment, not the fabric.
+func TestSendSetup(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	ca, cb := NewConn(a, Options{}), NewConn(b, Options{})
+	ctx := context.Background()
+	errc := make(chan error, 1)
+	go func() { errc <- ca.SendSetup(ctx, "ibv_reg_mr on rxe0: cannot allocate memory (errno 12)") }()
+	err := cb.Recv(ctx, KindResult, nil)
+	wantErr(t, err, "ctrl: peer pipe reported: ibv_reg_mr on rxe0: cannot allocate memory (errno 12)")
+	if !errors.Is(err, ErrPeerSetup) || errors.Is(err, ErrPeerTimeout) {
+		t.Errorf("%v: want it to match ErrPeerSetup alone", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A wait that begins with the caller's deadline all but spent must not
 // read as a peer silent for 0s: the time went on earlier steps.
 func TestRecvDeadlineSpent(t *testing.T) {

@@ -111,6 +111,10 @@ var (
 	ErrVersion     = errors.New("control protocol version mismatch")
 	ErrAuth        = errors.New("control channel authentication failed")
 	ErrPeerTimeout = errors.New("the peer timed out")
+	// ErrPeerSetup matches a peer's report that its own host's set-up
+	// failed (no device, the locked-memory limit): about that host, not
+	// the fabric.
+	ErrPeerSetup = errors.New("the peer's host set-up failed")
 )
 
 // ProtocolError reports a peer that broke the protocol: a frame that is not

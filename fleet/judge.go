@@ -25,6 +25,10 @@ type Outcome struct {
 	OK bool `json:"ok"`
 	// Env marks an environment failure: a host did not answer.
 	Env bool `json:"env,omitempty"`
+	// Setup marks a host's own set-up failing (the locked-memory limit,
+	// no device): a finding about that host, reported apart, that
+	// judges no pair and blames no one.
+	Setup bool `json:"setup,omitempty"`
 	// Value is the metric, e.g. p99 latency in seconds or bandwidth in
 	// bytes/s; ignored unless OK, finite and above 0.
 	Value          float64 `json:"value"`
@@ -86,6 +90,8 @@ func judge(hosts []Host, outcomes []Outcome, lagFactor float64) (*judgement, err
 	if lagFactor <= 1 || math.IsNaN(lagFactor) {
 		return nil, fmt.Errorf("lag factor %g must be above 1 (0 means %g)", lagFactor, DefaultLagFactor)
 	}
+	// A host's own set-up failing says nothing about any pair's path.
+	outcomes = slices.DeleteFunc(slices.Clone(outcomes), func(o Outcome) bool { return o.Setup })
 	j := &judgement{medians: map[string]float64{}, higher: map[string]bool{}}
 	best := map[string]map[NIC]float64{}
 	for i, o := range outcomes {

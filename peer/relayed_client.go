@@ -45,6 +45,7 @@ type RelayedError struct {
 	Unreachable bool
 	Timeout     bool
 	Stopped     bool
+	Setup       string // SetupRelay: A's own host set-up failed; SetupPeer: B's
 }
 
 func (e *RelayedError) Error() string {
@@ -136,7 +137,7 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*r
 	_ = c.Send(bctx, ctrl.KindBye, nil)
 	bcancel()
 	if f := res.Error; f != nil {
-		return nil, &RelayedError{Via: addr, Addr: f.Addr, Stage: f.Stage, Msg: f.Msg, Unreachable: f.Unreachable, Timeout: f.Timeout, Stopped: f.Stopped}
+		return nil, &RelayedError{Via: addr, Addr: f.Addr, Stage: f.Stage, Msg: f.Msg, Unreachable: f.Unreachable, Timeout: f.Timeout, Stopped: f.Stopped, Setup: f.Setup}
 	}
 	r, err := res.result()
 	if err != nil {

@@ -156,6 +156,7 @@ func relayFailureOf(addr string, err error) *relayFailure {
 		Unreachable: errors.Is(err, ErrUnreachable),
 		Timeout:     errors.Is(err, ctrl.ErrPeerTimeout) || pathTimedOut(err),
 		Stopped:     errors.Is(err, rdma.ErrStopped),
+		Setup:       setupOf(err),
 	}
 	var pe *Error
 	var side *RemoteSideError

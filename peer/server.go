@@ -247,9 +247,12 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		// parent, not ctx: a kept session outlives the set-up's bound.
 		ectx, ecancel := s.step(parent)
 		defer ecancel()
-		if pathTimedOut(err) {
+		switch {
+		case pathTimedOut(err):
 			_ = c.SendTimeout(ectx, err.Error())
-		} else {
+		case HostSetup(err):
+			_ = c.SendSetup(ectx, err.Error())
+		default:
 			_ = c.SendError(ectx, err.Error())
 		}
 		return err

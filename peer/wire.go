@@ -201,4 +201,7 @@ type relayFailure struct {
 	Unreachable bool   `json:"unreachable,omitempty"`
 	Timeout     bool   `json:"timeout,omitempty"`
 	Stopped     bool   `json:"stopped,omitempty"`
+	// Setup is SetupRelay when A's own host set-up failed, SetupPeer
+	// when B reported its own; empty otherwise, and from older relays.
+	Setup string `json:"setup,omitempty"`
 }

@@ -2,12 +2,9 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"syscall"
 	"time"
 
-	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 
 	"github.com/rdmarun/rdmarun/runner/report"
@@ -56,25 +53,15 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 		out.Started = start
 		res, err := target.Run(ctx, r.Spec)
 		out.Seconds = time.Since(start).Seconds()
-		switch {
-		case err != nil && ctx.Err() != nil:
-			out.Status = report.Skipped
-			out.Error = "interrupted"
+		switch e := settle(ctx, &out, r, res, err, link); {
+		case e == endInterrupted:
 			rep.Stopped = "interrupted (" + ctx.Err().Error() + ")"
 			rep.StopReason = report.StopInterrupted
-		case err != nil && environmental(err):
+		case e == endEnvironment:
 			// Every later run would fail the same way.
-			out.Status = report.Errored
-			out.Error = err.Error()
 			rep.Stopped = "environment unusable: " + err.Error()
 			rep.StopReason = report.StopEnvironment
-		case err != nil:
-			out.Status = report.Errored
-			out.Error = err.Error()
-		default:
-			judgeRun(&out, r, res, link)
-		}
-		if out.Status != report.Passed && out.Status != report.Skipped && r.AbortOnFail {
+		case aborts(r, &out, e):
 			rep.Stopped = fmt.Sprintf("case %s has abort_on_fail and run %d %s", r.Case, r.Index, out.Status)
 			rep.StopReason = report.StopAbortOnFail
 		}
@@ -111,22 +98,6 @@ func judgeRun(out *report.Run, r Run, res *rdma.Result, linkGbps float64) {
 		}
 		out.Verdicts = append(out.Verdicts, v)
 	}
-}
-
-// environmental reports whether err means the environment, not the
-// fabric, failed: no device, no libibverbs, the locked-memory limit, or a
-// responder that cannot be reached or refuses this client.
-func environmental(err error) bool {
-	var ve *rdma.VerbsError
-	switch {
-	case errors.Is(err, peer.ErrUnreachable):
-		return true
-	case errors.Is(err, rdma.ErrNoDevice), errors.Is(err, rdma.ErrNotSupported):
-		return true
-	case errors.As(err, &ve) && ve.Op == "ibv_reg_mr" && ve.Errno == syscall.ENOMEM:
-		return true
-	}
-	return false
 }
 
 // ExitStatus maps a report to rdmarun's exit codes: 0 all passed, 1 a

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
@@ -88,6 +89,10 @@ func TestExecute(t *testing.T) {
 		{name: "peer unreachable", results: []func(rdma.Test) (*rdma.Result, error){failWith(&peer.Error{Addr: "h:1", Stage: peer.StageConnecting, Err: errors.New("refused")})},
 			statuses: []report.Status{report.Errored, report.Skipped, report.Skipped}, exit: 4, stopped: "environment unusable: responder h:1, connecting: refused", reason: report.StopEnvironment},
 		{name: "memlock", results: []func(rdma.Test) (*rdma.Result, error){failWith(fmt.Errorf("x: %w", &rdma.VerbsError{Op: "ibv_reg_mr", Errno: syscall.ENOMEM}))},
+			statuses: []report.Status{report.Errored, report.Skipped, report.Skipped}, exit: 4, reason: report.StopEnvironment},
+		// The responder's own memlock, as it reports it (ctrl.SendSetup).
+		{name: "responder memlock", results: []func(rdma.Test) (*rdma.Result, error){failWith(&peer.Error{Addr: "h:1", Stage: peer.StageConnecting,
+			Err: &ctrl.RemoteError{Peer: "h:1", Code: "setup", Msg: "ibv_reg_mr on rxe0: cannot allocate memory (errno 12)"}})},
 			statuses: []report.Status{report.Errored, report.Skipped, report.Skipped}, exit: 4, reason: report.StopEnvironment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -140,6 +140,11 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 	if rep.Fleet.Suspects, err = fleet.Suspects(fl.Hosts, c.outcomes, fl.LagFactor); err != nil {
 		return nil, err
 	}
+	for h := range fl.Hosts {
+		if f := c.setup[h]; f != nil {
+			rep.Fleet.Setup = append(rep.Fleet.Setup, *f)
+		}
+	}
 	ask := relay.Doctor
 	if ask == nil {
 		ask = peer.Doctor
@@ -207,6 +212,7 @@ type coordinator struct {
 	interrupted bool
 	measured    int    // runs that reached a test outcome (not env, not skipped)
 	firstEnv    string // the first environment error, for a fleet that could not run at all
+	setup       map[int]*report.SetupFinding
 
 	mu          sync.Mutex // held for progress calls
 	done, total int
@@ -215,7 +221,25 @@ type coordinator struct {
 // pairResult is one run of one pair, with what the report cannot say.
 type pairResult struct {
 	run report.Run
-	env bool // an environment error: a host did not answer
+	env bool // an environment error: a host did not answer, or its set-up failed
+	// setupHost is the host whose own set-up failed (the locked-memory
+	// limit, no device), or -1.
+	setupHost int
+}
+
+// setupHost is the host of p whose own set-up err reports, or -1: A for
+// its own failure, B for one B reported to A.
+func setupHost(p fleet.Pair, err error) int {
+	var re *peer.RelayedError
+	if errors.As(err, &re) {
+		switch re.Setup {
+		case peer.SetupRelay:
+			return p.A.Host
+		case peer.SetupPeer:
+			return p.B.Host
+		}
+	}
+	return -1
 }
 
 // runRounds runs the rounds in order, each one's pairs at once, and
@@ -263,8 +287,9 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 
 	out := make([]pairResult, 0, len(c.runs))
 	var envErr, aborted string
+	envHost := -1
 	for _, r := range c.runs {
-		res := pairResult{run: report.Run{Case: r.Case, Index: r.Index, Spec: r.Spec, Pair: where}}
+		res := pairResult{run: report.Run{Case: r.Case, Index: r.Index, Spec: r.Spec, Pair: where}, setupHost: -1}
 		run := &res.run
 		switch {
 		case ctx.Err() != nil:
@@ -272,7 +297,7 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 		case envErr != "":
 			// Every later run of the pair would fail the same way, each
 			// after a step's wait for a host that does not answer.
-			run.Status, run.Error, res.env = report.Errored, "environment, not run: "+envErr, true
+			run.Status, run.Error, res.env, res.setupHost = report.Errored, "environment, not run: "+envErr, true, envHost
 			c.progress(run)
 		case aborted != "":
 			run.Status, run.Error = report.Skipped, aborted
@@ -280,18 +305,14 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 			run.Started = time.Now()
 			result, err := c.via.RunVia(ctx, a, b, r.Spec)
 			run.Seconds = time.Since(run.Started).Seconds()
-			switch {
-			case err != nil && ctx.Err() != nil:
-				run.Status, run.Error = report.Skipped, "interrupted"
-			case errors.Is(err, peer.ErrUnreachable):
+			e := settle(ctx, run, r, result, err, 0)
+			if e == endEnvironment {
 				envErr = err.Error()
-				run.Status, run.Error, res.env = report.Errored, "environment: "+envErr, true
-			case err != nil:
-				run.Status, run.Error = report.Errored, err.Error()
-			default:
-				judgeRun(run, r, result, 0)
+				run.Error, res.env = "environment: "+envErr, true
+				res.setupHost = setupHost(p, err)
+				envHost = res.setupHost
 			}
-			if r.AbortOnFail && (run.Status == report.Failed || run.Status == report.Errored && !res.env) {
+			if aborts(r, run, e) {
 				aborted = fmt.Sprintf("not run: case %s has abort_on_fail and run %d %s on this pair", r.Case, r.Index, run.Status)
 			}
 			c.progress(run)
@@ -323,10 +344,27 @@ func (c *coordinator) record(p fleet.Pair, i int, res pairResult) {
 		if c.firstEnv == "" {
 			c.firstEnv = res.run.Error
 		}
+		if res.setupHost >= 0 {
+			c.setupFinding(res.setupHost, res.run.Error)
+		}
 	default:
 		c.measured++
 	}
 	c.outcomes = append(c.outcomes, fleetOutcomes(p, c.names[i], res)...)
+}
+
+// setupFinding counts a run host could not run because its own set-up
+// failed, keeping the first error.
+func (c *coordinator) setupFinding(host int, msg string) {
+	if c.setup == nil {
+		c.setup = map[int]*report.SetupFinding{}
+	}
+	f := c.setup[host]
+	if f == nil {
+		f = &report.SetupFinding{Host: c.fleet.Hosts[host].Name, Error: msg}
+		c.setup[host] = f
+	}
+	f.Runs++
 }
 
 // nicName is the host's name, with the device in rail mode, where hosts

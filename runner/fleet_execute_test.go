@@ -340,6 +340,47 @@ func TestExecuteFleetUnreachable(t *testing.T) {
 	}
 }
 
+// TestExecuteFleetHostSetup: a host whose locked-memory limit is too low
+// for the test fails its pairs whether it initiates (its own side, as A
+// reports) or responds (as B reported to A). That is the host's set-up,
+// not the fabric: a finding about that host, and no suspect at all.
+func TestExecuteFleetHostSetup(t *testing.T) {
+	const msg = "ibv_reg_mr on rxe2: cannot allocate memory (errno 12); the locked-memory limit is probably too low"
+	lowMemlock := func(_ context.Context, c relayCall, spec rdma.Test) (*rdma.Result, error) {
+		switch 2 {
+		case c.A:
+			return nil, &peer.RelayedError{Via: "h2:1", Msg: msg, Setup: peer.SetupRelay}
+		case c.B:
+			return nil, &peer.RelayedError{Via: "a:1", Addr: "h2:1", Stage: peer.StageRemoteSide, Msg: "ctrl: peer h2:1 reported: " + msg, Setup: peer.SetupPeer}
+		}
+		return measuredAs(spec, 10, 8), nil
+	}
+	rep := runFleet(t, context.Background(), fleetScenario(t, 4, nil), &fakeRelay{answer: lowMemlock})
+	for _, r := range rep.Runs {
+		p := r.Pair.Pair
+		involved := p.A.Host == 2 || p.B.Host == 2
+		switch {
+		case involved && r.Status != report.Errored:
+			t.Errorf("%s run %d: %s, want errored", pairOf(r), r.Index, r.Status)
+		case !involved && r.Status != report.Passed:
+			t.Errorf("%s run %d: %s %q, want passed", pairOf(r), r.Index, r.Status, r.Error)
+		}
+	}
+	if s := rep.Fleet.Suspects; len(s) != 0 {
+		t.Errorf("suspects %+v, want none: a host's own set-up blames no one", s)
+	}
+	if f := rep.Fleet.Setup; len(f) != 1 || f[0].Host != "h2" || f[0].Runs != 6 || !strings.Contains(f[0].Error, "locked-memory") {
+		t.Errorf("set-up findings %+v, want h2's, 6 runs, naming the locked-memory limit", f)
+	}
+	var text strings.Builder
+	if err := report.Text(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "h2: 6 runs could not run: ") {
+		t.Errorf("the text report does not name h2's set-up:\n%s", text.String())
+	}
+}
+
 // TestExecuteFleetConfirm: bad pairs run again in rounds of their own,
 // Attempt k, up to confirm times; a pair whose repeat passes is flaky and
 // neither runs again nor is blamed, a pair bad every time is.

@@ -51,8 +51,9 @@ func metricNames(runs []Run) []metricName {
 func fleetOutcomes(p fleet.Pair, name metricName, res pairResult) []fleet.Outcome {
 	ok := res.run.Status == report.Passed
 	result := res.run.Result
+	setup := res.setupHost >= 0
 	if name.measure == rdma.MeasureBandwidth {
-		o := fleet.Outcome{Pair: p, Metric: name.base + " bandwidth", OK: ok, Env: res.env, HigherIsBetter: true}
+		o := fleet.Outcome{Pair: p, Metric: name.base + " bandwidth", OK: ok, Env: res.env, Setup: setup, HigherIsBetter: true}
 		if result != nil && result.Bandwidth != nil {
 			for _, d := range result.Bandwidth.Directions {
 				o.Value += d.BytesPerSecond
@@ -60,8 +61,8 @@ func fleetOutcomes(p fleet.Pair, name metricName, res pairResult) []fleet.Outcom
 		}
 		return []fleet.Outcome{o}
 	}
-	p50 := fleet.Outcome{Pair: p, Metric: name.base + " RTT p50", OK: ok, Env: res.env}
-	p99 := fleet.Outcome{Pair: p, Metric: name.base + " RTT p99", OK: ok, Env: res.env}
+	p50 := fleet.Outcome{Pair: p, Metric: name.base + " RTT p50", OK: ok, Env: res.env, Setup: setup}
+	p99 := fleet.Outcome{Pair: p, Metric: name.base + " RTT p99", OK: ok, Env: res.env, Setup: setup}
 	if result != nil && result.Latency != nil {
 		p50.Value, p99.Value = result.Latency.RTT.P50/1e9, result.Latency.RTT.P99/1e9
 	}

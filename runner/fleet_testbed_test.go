@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/rdmarun/rdmarun/fleet"
+	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -49,6 +50,13 @@ func (s *serveProc) output() string {
 // scenario lists them, waits until each listens, and returns the fleet's
 // token file.
 func startFleet(t *testing.T, down ...int) string {
+	t.Helper()
+	return startFleetWrapped(t, nil, down...)
+}
+
+// startFleetWrapped is startFleet with host i's serve started under the
+// command wrap[i] (e.g. prlimit and its arguments).
+func startFleetWrapped(t *testing.T, wrap map[int][]string, down ...int) string {
 	t.Helper()
 	if os.Getenv("TESTBED_HOSTS") != fmt.Sprint(fleetHosts) {
 		t.Fatalf("TESTBED_HOSTS is %q; these tests need %d hosts (make testbed-test runs them so)", os.Getenv("TESTBED_HOSTS"), fleetHosts)
@@ -77,8 +85,9 @@ func startFleet(t *testing.T, down ...int) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.cmd = exec.Command(bin, "serve", "--device", hosts[i].Devices[0], "--listen", hosts[i].Addr,
+		args := append(slices.Clone(wrap[i]), bin, "serve", "--device", hosts[i].Devices[0], "--listen", hosts[i].Addr,
 			"--token-file", tokenFile, "--log-level", "debug")
+		p.cmd = exec.Command(args[0], args[1:]...)
 		p.cmd.Stdout, p.cmd.Stderr = logf, logf
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -281,6 +290,37 @@ func TestFleetVMHostDown(t *testing.T) {
 	}
 	if s := rep.Fleet.Suspects; len(s) == 0 || s[0].Kind != fleet.SuspectHost || s[0].Name != "h3" {
 		t.Errorf("suspects %+v, want host h3 first", s)
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+}
+
+// TestFleetVMHostSetup: host 2's serve may lock only 64 KiB (and, root
+// here, loses CAP_IPC_LOCK, which would lift the limit): enough for the
+// latency case's buffers, too little for the 64 KiB bandwidth case's.
+// Those runs fail in h2's own ibv_reg_mr, whichever end it is; the report
+// names h2's set-up and no suspect, and every other run passes.
+func TestFleetVMHostSetup(t *testing.T) {
+	tokenFile := startFleetWrapped(t, map[int][]string{2: {"setpriv", "--bounding-set", "-ipc_lock", "prlimit", "--memlock=65536"}})
+	code, rep := runFleetCLI(t, tokenFile)
+	for _, r := range rep.Runs {
+		if !involves(r, 2) && r.Status != report.Passed {
+			t.Errorf("%s run %d: %s %s, want passed", pairOf(r), r.Index, r.Status, r.Error)
+		}
+		bw := r.Spec.Measure == rdma.MeasureBandwidth
+		if involves(r, 2) && bw && (r.Status != report.Errored || !strings.Contains(r.Error, "locked-memory")) {
+			t.Errorf("%s run %d: %s %q, want errored in h2's ibv_reg_mr", pairOf(r), r.Index, r.Status, r.Error)
+		}
+		if involves(r, 2) && !bw && r.Status != report.Passed {
+			t.Errorf("%s run %d: %s %q, want passed", pairOf(r), r.Index, r.Status, r.Error)
+		}
+	}
+	if s := rep.Fleet.Suspects; len(s) != 0 {
+		t.Errorf("suspects %+v, want none: a host's memlock limit is its set-up, not the fabric", s)
+	}
+	if f := rep.Fleet.Setup; len(f) != 1 || f[0].Host != "h2" || !strings.Contains(f[0].Error, "ibv_reg_mr") {
+		t.Errorf("set-up findings %+v, want h2's ibv_reg_mr failure", f)
 	}
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)

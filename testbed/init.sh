@@ -107,6 +107,23 @@ chroot /host /bin/sh "$TB_NETSCRIPT" "${TB_HOSTS:-2}" </dev/null >/dev/console 2
 # group of the command. Exit 124 alone is ambiguous (the command may exit
 # 124 itself), so the elapsed time decides.
 stage net
+
+# The first TCP connection the kernel makes flips the DO_ONCE static keys
+# of its hash secrets, patching live kernel code, and QEMU's threaded TCG
+# can then leave both vCPUs trapping on a stale int3 forever (run.sh).
+# One connection over lo here moves that into the set-up, where run.sh
+# boots a stuck guest again, instead of into the command's first test.
+nc -l -p 7 >/dev/null 2>&1 </dev/null &
+listener=$!
+tries=0
+until echo warm | nc -w 2 127.0.0.1 7 >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    [ "$tries" -lt 50 ] || fail "no TCP connection over lo for the set-up's warm-up"
+    usleep 100000
+done
+kill "$listener" 2>/dev/null
+wait "$listener" 2>/dev/null
+stage tcp
 reached command
 read -r t0 _ </proc/uptime
 chroot /host /usr/bin/env -i HOME=/root PATH="$TB_PATH" TERM=dumb LANG=C.UTF-8 USER=root \

@@ -22,6 +22,17 @@ type Fleet struct {
 	// metric's are bytes per second (HigherIsBetter true).
 	Matrices []fleet.Matrix  `json:"matrices"`
 	Suspects []fleet.Suspect `json:"suspects"`
+	// Setup lists the hosts whose own set-up failed their tests (the
+	// locked-memory limit, no device, an op the device cannot do):
+	// findings about those hosts, which judge no pair and blame no one.
+	Setup []SetupFinding `json:"setup,omitempty"`
+}
+
+// SetupFinding is one host whose own set-up failed.
+type SetupFinding struct {
+	Host  string `json:"host"`
+	Runs  int    `json:"runs"`  // runs that could not run because of it
+	Error string `json:"error"` // the first run's error
 }
 
 // Round is one round as it ran: its pairs ran at the same time, and no

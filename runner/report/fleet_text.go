@@ -72,6 +72,7 @@ func fleetText(w io.Writer, r *Report, tables bool) error {
 	}
 	fmt.Fprintf(w, "\n%s\n", roundsLine(r))
 	suspectsText(w, f.Suspects)
+	setupText(w, f.Setup)
 	if tables {
 		for _, c := range r.Cases() {
 			if err := caseTable(w, c, []string{"pair", "round"}, pairCells); err != nil {
@@ -203,4 +204,16 @@ func wallSeconds(f *Fleet) float64 {
 		return 0
 	}
 	return f.Rounds[len(f.Rounds)-1].Finished.Sub(f.Rounds[0].Started).Round(time.Millisecond).Seconds()
+}
+
+// setupText lists the hosts whose own set-up failed: fix the host, not the
+// fabric.
+func setupText(w io.Writer, setup []SetupFinding) {
+	if len(setup) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nhost set-up (the host's own configuration, not the fabric; no suspect is named from these):\n")
+	for _, f := range setup {
+		fmt.Fprintf(w, "  %s: %d runs could not run: %s\n", f.Host, f.Runs, f.Error)
+	}
 }

@@ -24,6 +24,7 @@ func fleetHTML(r *Report) template.HTML {
 		b.WriteString("\n")
 	}
 	b.WriteString(suspectsTable(f.Suspects))
+	b.WriteString(setupTable(f.Setup))
 	b.WriteString("</section>\n")
 	return template.HTML(b.String())
 }
@@ -249,3 +250,19 @@ func suspectsTable(suspects []fleet.Suspect) string {
 }
 
 func esc(s string) string { return template.HTMLEscapeString(s) }
+
+// setupTable lists the hosts whose own set-up failed, apart from the
+// suspects: they judge no pair.
+func setupTable(setup []SetupFinding) string {
+	if len(setup) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<h3>Host set-up</h3>\n<p>Hosts whose own configuration failed their tests (the locked-memory limit, no device, an op the device cannot do): fix the host, not the fabric. No suspect is named from these.</p>\n")
+	b.WriteString(`<table class="suspects"><tr><th>host</th><th>runs</th><th>first error</th></tr>` + "\n")
+	for _, f := range setup {
+		fmt.Fprintf(&b, `<tr><td class="failed">%s</td><td>%d</td><td style="text-align:left">%s</td></tr>`+"\n", esc(f.Host), f.Runs, esc(f.Error))
+	}
+	b.WriteString("</table>\n")
+	return b.String()
+}
