@@ -111,7 +111,7 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 	FLEET_VM_OUTPUT=$(CURDIR)/$(CACHE)/fleet-vm/TestFleetVMAllPairs \
 		$(GO) test -count=1 -tags chromium -run '^TestFleetVMHTMLInChromium$$' -v ./runner/report
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
-	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^(TestSoak|TestMultiQPReceives)$$'
+	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^(TestSoak|TestMultiQPReceives|TestFalseAlarms)$$'
 	TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.skip '^TestMesh|^TestProbeCost'
 	TESTBED_HOSTS=5 TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
@@ -136,6 +136,28 @@ soak: testbed-build $(TESTBIN)/soak.testbed.test $(TESTBIN)/rdmarun
 		TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun SOAK_TESTS=$(SOAK_TESTS) SOAK_CLIENTS=$(SOAK_CLIENTS) SOAK_SEED=$(SOAK_SEED)" \
 		testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^TestSoak$$' -test.timeout $(SOAK_TIMEOUT)s || status=$$?; \
 	$(if $(SOAK_REPORT),cp $(CACHE)/soak-export/soak-report.txt $(SOAK_REPORT) || status=1;) exit $$status
+
+# The false-alarm budget (soak/falsealarm_testbed_test.go): FALSE_ALARM_RUNS
+# fresh sessions between one healthy pair, every op, measure and mode,
+# 1-8 QPs, 2 B to 16 MiB, the engine's defaults, a busy loop on each vCPU;
+# every run must pass. testbed-test runs 24; this runs 1,000 by default,
+# about 2-3 s each. FALSE_ALARM_SEED replays a draw.
+FALSE_ALARM_RUNS ?= 1000
+.PHONY: false-alarms
+false-alarms: testbed-build $(TESTBIN)/soak.testbed.test $(TESTBIN)/rdmarun
+	TESTBED_TIMEOUT=$$(( $(FALSE_ALARM_RUNS) * 6 + 300 )) \
+		TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun FALSE_ALARM_RUNS=$(FALSE_ALARM_RUNS) FALSE_ALARM_SEED=$(FALSE_ALARM_SEED)" \
+		testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^TestFalseAlarms$$' -test.timeout $$(( $(FALSE_ALARM_RUNS) * 6 + 200 ))s
+
+# The fleet's false-alarm budget: FLEET_REPEAT healthy 4-host all-pairs
+# runs with confirm: 0, then as many with confirm: 1 (no run may fail; no
+# suspect with confirm 1). About 40 s a run.
+FLEET_REPEAT ?= 30
+.PHONY: fleet-false-alarms
+fleet-false-alarms: testbed-build $(TESTBIN)/runner.testbed.test $(TESTBIN)/rdmarun
+	TESTBED_HOSTS=4 TESTBED_TIMEOUT=$$(( $(FLEET_REPEAT) * 100 + 300 )) \
+		TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun FLEET_REPEAT=$(FLEET_REPEAT)" \
+		testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner -test.run '^TestFleetVMHealthyRepeat$$' -test.timeout $$(( $(FLEET_REPEAT) * 100 + 200 ))s
 
 # The round trip at each position after a run's start on a kept session,
 # and short runs by their warm-up against bench's long ones, beside

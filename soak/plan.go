@@ -154,16 +154,6 @@ func goodSpec(r *rand.Rand) rdma.TestSpec {
 	// and rxe send_err counted in the first runs), so a UC ping-pong or
 	// receiver waits for a message that never comes, by design. rdma's
 	// TestUC covers UC on a quiet fabric.
-	if s.Op.UsesReceive() {
-		// Known bug: a test whose target consumes receives (send,
-		// send_imm, write_imm) over several QPs has failed its first run
-		// with REM_INV_REQ_ERR or REM_OP_ERR at iteration 0 (send
-		// bandwidth, 4 QPs, tx_depth 16 in TestMultiQPReceives), cause
-		// not found yet. Until it is, the soak runs these on one QP. (A
-		// kept session's second run stalling, found here too, is fixed:
-		// the latency responder now reaps its last completions.)
-		s.QPs = 1
-	}
 	// Big messages with fewer QPs: the sizes and QP counts each cover
 	// their range, not every product of the two.
 	s.QPs = max(1, min(s.QPs, inFlightBytes/s.Size))
