@@ -102,9 +102,19 @@ type QPSettings struct {
 // DefaultQPAttrs are the attributes used where a setting is nil.
 // retry_cnt is 6, not the 7 many tools hard-code: soft-RoCE treats 7 as
 // "retry forever", so a dead peer would never produce an error completion.
+// The local ACK timeout is 17 (0.54 s), not perftest's 14 (67 ms): a
+// software transport (rxe, siw) acknowledges from the host's CPU, and on a
+// loaded host seven 67 ms timeouts in a row ended a healthy write run with
+// RETRY_EXC_ERR (the false-alarm budget, soak/falsealarm_testbed_test.go),
+// where perftest's retry_cnt 7 retries forever on rxe and hides it. 0.5 to
+// 1 s is what UCX and NCCL use; a dead peer is still reported within
+// seconds, by RETRY_EXC_ERR or the stall rule, whichever comes first.
 func DefaultQPAttrs() QPAttrs {
-	return QPAttrs{Timeout: 14, RetryCnt: 6, RNRRetry: 7, MinRNRTimer: 12, MaxRdAtomic: 1, HopLimit: 64}
+	return QPAttrs{Timeout: defaultAckTimeout, RetryCnt: 6, RNRRetry: 7, MinRNRTimer: 12, MaxRdAtomic: 1, HopLimit: 64}
 }
+
+// defaultAckTimeout is the default local ACK timeout, 4.096 us x 2^17.
+const defaultAckTimeout = 17
 
 // fields pairs each setting with its attribute, so resolve and Settings
 // cannot miss one.

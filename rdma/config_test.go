@@ -168,19 +168,19 @@ func TestDefaultModerationBound(t *testing.T) {
 }
 
 // TestReadAckTimeout: a read run's default ACK timeout covers the read
-// responses its QPs may be owed at once at 0.1 Gb/s, never below 14; a
-// given timeout stands.
+// responses its QPs may be owed at once at 0.1 Gb/s, never below the
+// default 17; a given timeout stands.
 func TestReadAckTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		spec TestSpec
 		want int
 	}{
-		{TestSpec{Op: OpRead, Measure: MeasureBandwidth}, 14},
+		{TestSpec{Op: OpRead, Measure: MeasureBandwidth}, 17},
 		{TestSpec{Op: OpRead, Measure: MeasureBandwidth, Size: 4 << 20, QPs: 4}, 19},
 		{TestSpec{Op: OpRead, Measure: MeasureBandwidth, Size: 16 << 20, QPs: 4}, 21},
-		{TestSpec{Op: OpRead, Measure: MeasureBandwidth, Size: 1 << 20, QP: QPSettings{MaxRdAtomic: new(2)}}, 16},
+		{TestSpec{Op: OpRead, Measure: MeasureBandwidth, Size: 1 << 20, QP: QPSettings{MaxRdAtomic: new(2)}}, 17},
 		{TestSpec{Op: OpRead, Measure: MeasureBandwidth, Size: 16 << 20, QPs: 4, QP: QPSettings{Timeout: new(12)}}, 12},
-		{TestSpec{Op: OpWrite, Measure: MeasureBandwidth, Size: 16 << 20, QPs: 4}, 14},
+		{TestSpec{Op: OpWrite, Measure: MeasureBandwidth, Size: 16 << 20, QPs: 4}, 17},
 	} {
 		c, err := tc.spec.Complete()
 		if err != nil {

@@ -388,10 +388,10 @@ const slowLinkBitsPerSec = 0.1e9
 // timeout shorter than that retries a healthy read, and retry_cnt
 // retries later fails it with RETRY_EXC_ERR (perftest's retry_cnt 7 hides
 // this on rxe, which retries forever: 157 retries in a 4 QP x 4 MiB
-// ib_read_bw in the VM). Never below perftest's 14 (67 ms).
+// ib_read_bw in the VM, at perftest's 14). Never below the default.
 func readAckTimeout(bytes int) int {
 	need := float64(bytes) * 8 / slowLinkBitsPerSec
-	t := 14
+	t := defaultAckTimeout
 	for t < 31 && 4.096e-6*float64(uint64(1)<<t) < need {
 		t++
 	}

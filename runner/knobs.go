@@ -227,9 +227,9 @@ var knobs = []knob{
 			}
 			return func(t *rdma.TestSpec) { t.QP.MTU = &v }, true
 		})},
-	intKnob(Knob{Name: "timeout", Unit: "exponent", Default: "14", Aliases: []string{"qp-timeout"},
-		Help: "QP local ACK timeout: 4.096 us * 2^timeout."},
-		0, 31, "4.096 us * 2^timeout, 0 waits forever; default 14", func(t *rdma.TestSpec, v int) { t.QP.Timeout = &v }),
+	intKnob(Knob{Name: "timeout", Unit: "exponent", Default: "17", Aliases: []string{"qp-timeout"},
+		Help: "QP local ACK timeout: 4.096 us * 2^timeout (17: 0.54 s; reads: more, to cover the responses owed)."},
+		0, 31, "4.096 us * 2^timeout, 0 waits forever; default 17, more for reads", func(t *rdma.TestSpec, v int) { t.QP.Timeout = &v }),
 	intKnob(Knob{Name: "retry_cnt", Default: "6",
 		Help: "QP transport retries (soft-RoCE retries 7 forever)."},
 		0, 7, "default 6; soft-RoCE retries 7 forever", func(t *rdma.TestSpec, v int) { t.QP.RetryCnt = &v }),

@@ -138,7 +138,7 @@ func TestHandlerDebug(t *testing.T) {
 		`rdma_probe_success{device="rxe0",mode="event",op="write_imm",port="1",size_bytes="2",source="node-a",target="127.0.0.1:1"} 0`,
 		`Module "default":`, "  op: write_imm\n", "  mode: event\n", "  sizes: [2B]\n", "  count: 10\n", "  warmup: 1\n",
 		"  interval: 1s\n", "  timeout: 500ms\n",
-		"  qp: {type: rc, timeout: 14, retry_cnt: 3, rnr_retry: 7, mtu: 0}  # mtu 0: the port's active MTU\n",
+		"  qp: {type: rc, timeout: 17, retry_cnt: 3, rnr_retry: 7, mtu: 0}  # mtu 0: the port's active MTU\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("debug response lacks %q:\n%s", want, body)
