@@ -107,8 +107,10 @@ func TestOlderClient(t *testing.T) {
 	// The golden's test is the exporter's default probe, so both ends
 	// set up the same one; this client asks for a session and no
 	// counters, which the older message does not carry. That build's
-	// latency runs signaled every send WR, and its message says so.
-	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Iterations: 10, CQModeration: 1})
+	// latency runs signaled every send WR, and its message says so;
+	// its default ACK timeout was 14.
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Iterations: 10, CQModeration: 1,
+		QP: rdma.QPSettings{Timeout: new(14)}})
 	s, err := peer.Dial(context.Background(), cfg, spec, time.Minute)
 	if err != nil {
 		t.Fatalf("an older client's spec: %v\n%s", err, r.output())
