@@ -211,46 +211,42 @@ func TestRecvContext(t *testing.T) {
 	}
 }
 
-// A peer's timeout travels as such: the prober counts it with its own.
-func TestSendTimeout(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
-	ca, cb := NewConn(a, Options{}), NewConn(b, Options{})
-	ctx := context.Background()
-	errc := make(chan error, 1)
-	go func() { errc <- ca.SendTimeout(ctx, "ibv_modify_qp(RTR) on rxe0: connection timed out (errno 110)") }()
-	err := cb.Recv(ctx, KindResult, nil)
-	wantErr(t, err, "ctrl: peer pipe reported: ibv_modify_qp(RTR) on rxe0: connection timed out (errno 110)")
-	if !errors.Is(err, ErrPeerTimeout) || errors.Is(err, ErrAuth) || errors.Is(err, ErrVersion) {
-		t.Errorf("%v: want it to match ErrPeerTimeout alone", err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
+// A peer's timeout, or its own host's set-up failing, travels as such:
+// the prober counts a timeout with its own, a fleet names that host's
+// environment rather than the fabric.
+func TestSendCoded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		send func(*Conn, context.Context, string) error
+		msg  string
+		want error
+	}{
+		{"timeout", (*Conn).SendTimeout, "ibv_modify_qp(RTR) on rxe0: connection timed out (errno 110)", ErrPeerTimeout},
+		{"setup", (*Conn).SendSetup, "ibv_reg_mr on rxe0: cannot allocate memory (errno 12)", ErrPeerSetup},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := net.Pipe()
+			defer a.Close()
+			defer b.Close()
+			ca, cb := NewConn(a, Options{}), NewConn(b, Options{})
+			ctx := context.Background()
+			errc := make(chan error, 1)
+			go func() { errc <- tc.send(ca, ctx, tc.msg) }()
+			err := cb.Recv(ctx, KindResult, nil)
+			wantErr(t, err, "ctrl: peer pipe reported: "+tc.msg)
+			for _, other := range []error{ErrPeerTimeout, ErrPeerSetup, ErrAuth, ErrVersion} {
+				if errors.Is(err, other) != (other == tc.want) {
+					t.Errorf("%v: errors.Is(%v) = %v; want it to match %v alone", err, other, !(other == tc.want), tc.want)
+				}
+			}
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 	// A code this end does not know stays a plain error.
 	if err := (&RemoteError{Peer: "p", Code: "something-newer", Msg: "x"}); errors.Unwrap(err) != nil {
 		t.Errorf("unknown code unwraps to %v", errors.Unwrap(err))
-	}
-}
-
-// A peer's own set-up failure travels as such: a fleet names that host's
-// environment, not the fabric.
-func TestSendSetup(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
-	ca, cb := NewConn(a, Options{}), NewConn(b, Options{})
-	ctx := context.Background()
-	errc := make(chan error, 1)
-	go func() { errc <- ca.SendSetup(ctx, "ibv_reg_mr on rxe0: cannot allocate memory (errno 12)") }()
-	err := cb.Recv(ctx, KindResult, nil)
-	wantErr(t, err, "ctrl: peer pipe reported: ibv_reg_mr on rxe0: cannot allocate memory (errno 12)")
-	if !errors.Is(err, ErrPeerSetup) || errors.Is(err, ErrPeerTimeout) {
-		t.Errorf("%v: want it to match ErrPeerSetup alone", err)
-	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
 	}
 }
 
