@@ -8,11 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/soak"
@@ -34,17 +32,8 @@ func TestFalseAlarms(t *testing.T) {
 		}
 	}
 	t.Logf("FALSE_ALARM_SEED=%d, %d runs", seed, runs)
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("false-alarms\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	startResponder(t, tokenFile)
-	token, err := ctrl.ReadToken(tokenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := quietResponder(t, "false-alarms")
 	hogCPUs(t, 2)
-	cfg := peer.ClientConfig{Addr: serveHost + ":" + servePort, Token: token, Device: clientDevice, GIDIndex: rdma.AutoGIDIndex}
 	r := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
 	failed := 0
 	start := time.Now()

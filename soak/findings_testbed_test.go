@@ -34,16 +34,7 @@ import (
 //
 // The other cases are the controls.
 func TestMultiQPReceives(t *testing.T) {
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("findings\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	startResponder(t, tokenFile)
-	token, err := ctrl.ReadToken(tokenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := peer.ClientConfig{Addr: serveHost + ":" + servePort, Token: token, Device: clientDevice, GIDIndex: rdma.AutoGIDIndex}
+	cfg := quietResponder(t, "findings")
 	for _, c := range []struct {
 		spec rdma.TestSpec
 		runs int
@@ -86,4 +77,20 @@ func TestMultiQPReceives(t *testing.T) {
 			}
 		})
 	}
+}
+
+// quietResponder starts a responder of its own, with token, for tests that
+// need one pair and nothing else, and returns a client's configuration.
+func quietResponder(t *testing.T, token string) peer.ClientConfig {
+	t.Helper()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startResponder(t, tokenFile)
+	tok, err := ctrl.ReadToken(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return peer.ClientConfig{Addr: serveHost + ":" + servePort, Token: tok, Device: clientDevice, GIDIndex: rdma.AutoGIDIndex}
 }
