@@ -47,6 +47,10 @@ func TestFalseAlarms(t *testing.T) {
 			failed++
 			t.Errorf("run %d (%s): %v", i, spec.Settings(), err)
 		}
+		if (i+1)%100 == 0 {
+			// A long run killed by its deadline still says how far it got.
+			t.Logf("%d of %d runs in %v: %d failed", i+1, runs, time.Since(start).Round(time.Second), failed)
+		}
 	}
 	t.Logf("%d runs in %v under a busy loop per vCPU: %d failed", runs, time.Since(start).Round(time.Second), failed)
 }
