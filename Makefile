@@ -160,6 +160,17 @@ fleet-false-alarms: testbed-build $(TESTBIN)/runner.testbed.test $(TESTBIN)/rdma
 		TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun FLEET_REPEAT=$(FLEET_REPEAT)" \
 		testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner -test.run '^TestFleetVMHealthyRepeat$$' -test.timeout $$(( $(FLEET_REPEAT) * 100 + 200 ))s
 
+# rdmarun against perftest on a path that drops LOSS_RATES % of packets
+# (testbed/loss-compare.sh): LOSS_RUNS interleaved runs of each per op and
+# QP count. About 25 minutes with the defaults.
+LOSS_RUNS ?= 6
+LOSS_RATES ?= 2,5
+.PHONY: loss-compare
+loss-compare: testbed-build $(TESTBIN)/rdmarun
+	TESTBED_TIMEOUT=$$(( $(LOSS_RUNS) * 8 * 2 * 200 + 300 )) \
+		TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun LOSS_RUNS=$(LOSS_RUNS) LOSS_RATES=$(LOSS_RATES)" \
+		testbed/run.sh -- $(CURDIR)/testbed/loss-compare.sh
+
 # The round trip at each position after a run's start on a kept session,
 # and short runs by their warm-up against bench's long ones, beside
 # perftest's round trips by position: what a probe's mean is made of

@@ -1,0 +1,58 @@
+#!/bin/sh
+# rdmarun against perftest on a lossy but working path, run as root inside
+# the testbed VM (make loss-compare). For each loss rate, op and QP count,
+# LOSS_RUNS runs of each tool, interleaved: rdmarun bench (defaults, event
+# mode, 64 KiB bandwidth, 100 messages per QP) and ib_<op>_bw with the same
+# size, count and QPs. A tool that says "peer gone" where perftest passes
+# is blaming a path that only drops packets.
+#
+#   env: RDMARUN_BIN (required), LOSS_RUNS (default 6), LOSS_RATES
+#        (percent, comma separated, default 2,5)
+set -u
+
+bin=${RDMARUN_BIN:?set RDMARUN_BIN to the rdmarun binary}
+runs=${LOSS_RUNS:-6}
+rates=$(echo "${LOSS_RATES:-2,5}" | tr , " ")
+fault=$(dirname "$0")/fault.sh
+counters=/sys/class/infiniband/rxe1/ports/1/hw_counters
+
+"$bin" serve --listen 10.0.0.1:18520 --device rxe0 --allow-unauthenticated >/tmp/loss-serve.log 2>&1 &
+serve=$!
+trap '"$fault" clear >/dev/null 2>&1; kill $serve 2>/dev/null' EXIT
+sleep 3
+
+for rate in $rates; do
+    "$fault" path-loss 1 0 "$rate" both || exit 2
+    for op in write send; do
+        for qps in 1 4; do
+            ok=0 failed=0 pok=0 pfailed=0 i=0
+            while [ "$i" -lt "$runs" ]; do
+                i=$((i + 1))
+                if timeout 200 "$bin" bench --peer 10.0.0.1:18520 --device rxe1 --op "$op" \
+                    --measure bandwidth --sizes 64KiB --iters 100 --qps "$qps" --mode event \
+                    >/tmp/loss-bench.log 2>&1; then
+                    ok=$((ok + 1))
+                else
+                    failed=$((failed + 1))
+                    echo "rdmarun failed: loss $rate% $op qps $qps run $i:"
+                    grep -E "error|stalled" /tmp/loss-bench.log | head -2
+                fi
+                "ib_${op}_bw" -d rxe0 -x 1 -q "$qps" -s 65536 -n 100 >/tmp/loss-perftest-server.log 2>&1 &
+                server=$!
+                sleep 1
+                if timeout 200 "ib_${op}_bw" -d rxe1 -x 1 -q "$qps" -s 65536 -n 100 10.0.0.1 \
+                    >/tmp/loss-perftest.log 2>&1; then
+                    pok=$((pok + 1))
+                else
+                    pfailed=$((pfailed + 1))
+                    echo "perftest failed: loss $rate% $op qps $qps run $i:"
+                    tail -3 /tmp/loss-perftest.log
+                fi
+                kill "$server" 2>/dev/null
+                wait "$server" 2>/dev/null
+            done
+            echo "loss $rate% $op qps $qps: rdmarun $ok passed $failed failed; perftest $pok passed $pfailed failed;" \
+                "rxe1 rcvd_seq_err $(cat $counters/rcvd_seq_err) completer_retry_err $(cat $counters/completer_retry_err) (cumulative)"
+        done
+    done
+done
