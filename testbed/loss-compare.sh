@@ -35,7 +35,7 @@ for rate in $rates; do
                 else
                     failed=$((failed + 1))
                     echo "rdmarun failed: loss $rate% $op qps $qps run $i:"
-                    grep -E "error|stalled" /tmp/loss-bench.log | head -2
+                    grep -E ": error: |stalled" /tmp/loss-bench.log | head -1
                 fi
                 "ib_${op}_bw" -d rxe0 -x 1 -q "$qps" -s 65536 -n 100 >/tmp/loss-perftest-server.log 2>&1 &
                 server=$!
