@@ -165,9 +165,12 @@ fleet-false-alarms: testbed-build $(TESTBIN)/runner.testbed.test $(TESTBIN)/rdma
 # QP count. About 25 minutes with the defaults.
 LOSS_RUNS ?= 6
 LOSS_RATES ?= 2,5
+loss_comma := ,
+# 4 cases (2 ops x 2 QP counts) per rate, two tools, 200 s a run at most.
+loss_cases = $$(( 4 * $(words $(subst $(loss_comma), ,$(LOSS_RATES))) ))
 .PHONY: loss-compare
 loss-compare: testbed-build $(TESTBIN)/rdmarun
-	TESTBED_TIMEOUT=$$(( $(LOSS_RUNS) * 8 * 2 * 200 + 300 )) \
+	TESTBED_TIMEOUT=$$(( $(LOSS_RUNS) * $(loss_cases) * 2 * 200 + 300 )) \
 		TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun LOSS_RUNS=$(LOSS_RUNS) LOSS_RATES=$(LOSS_RATES)" \
 		testbed/run.sh -- $(CURDIR)/testbed/loss-compare.sh
 

@@ -19,7 +19,14 @@ counters=/sys/class/infiniband/rxe1/ports/1/hw_counters
 "$bin" serve --listen 10.0.0.1:18520 --device rxe0 --allow-unauthenticated >/tmp/loss-serve.log 2>&1 &
 serve=$!
 trap '"$fault" clear >/dev/null 2>&1; kill $serve 2>/dev/null' EXIT
-sleep 3
+# Wait (30 s at most) for the responder to listen, so a slow start is not
+# counted as an rdmarun failure.
+n=0
+until nc -z 10.0.0.1 18520 2>/dev/null; do
+    n=$((n + 1))
+    [ "$n" -le 30 ] || { echo "loss-compare: rdmarun serve did not listen within 30 s" >&2; exit 2; }
+    sleep 1
+done
 
 for rate in $rates; do
     "$fault" path-loss 1 0 "$rate" both || exit 2
