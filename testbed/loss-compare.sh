@@ -22,7 +22,7 @@ trap '"$fault" clear >/dev/null 2>&1; kill $serve 2>/dev/null' EXIT
 # Wait (30 s at most) for the responder to listen, so a slow start is not
 # counted as an rdmarun failure.
 n=0
-until nc -z 10.0.0.1 18520 2>/dev/null; do
+until timeout 2 bash -c ": </dev/tcp/10.0.0.1/18520" 2>/dev/null; do
     n=$((n + 1))
     [ "$n" -le 30 ] || { echo "loss-compare: rdmarun serve did not listen within 30 s" >&2; exit 2; }
     sleep 1
