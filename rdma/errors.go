@@ -134,6 +134,9 @@ type CompletionError struct {
 	QPN         uint32
 	Device      string
 	Iteration   uint64 // the measured iteration it failed in (warm-up counts from 0 too)
+	// Loss is the port counters' evidence of a lossy path during the
+	// run; nil when they showed none or were not read.
+	Loss *PathLoss
 }
 
 func (e *CompletionError) Error() string {
@@ -142,8 +145,14 @@ func (e *CompletionError) Error() string {
 		msg += ": " + e.Description
 	}
 	msg += fmt.Sprintf(", vendor_err 0x%x) on %s QP 0x%06x at iteration %d", e.VendorErr, e.Device, e.QPN, e.Iteration)
-	if c := e.Status.likelyCause(); c != "" {
+	switch c := e.Status.likelyCause(); {
+	case e.Loss != nil && e.Status == WCRetryExcErr:
+		msg += "; likely cause: " + e.Loss.retryCause()
+	case c != "":
 		msg += "; likely cause: " + c
+	}
+	if e.Loss != nil && e.Status != WCRetryExcErr {
+		msg += "; " + e.Loss.counted()
 	}
 	return msg
 }
@@ -167,6 +176,9 @@ type StallError struct {
 	// signalled WRs (cq_moderation x size x QPs); 0 for latency.
 	Window       uint64
 	CQModeration int
+	// Loss is the port counters' evidence of a lossy path during the
+	// run; nil when they showed none or were not read.
+	Loss *PathLoss
 }
 
 func (e *StallError) Error() string {
@@ -175,6 +187,9 @@ func (e *StallError) Error() string {
 		// Slow, not silent: the port kept receiving to the end.
 		msg := fmt.Sprintf("%s, though the port kept receiving (%s moved in each of %d windows of %v); a wait may last %v (%d windows)",
 			head, e.PortCounter, e.Extended, e.Quiet, e.Limit, stallLimitFactor)
+		if e.Loss != nil {
+			return msg + "; the path is dropping packets and the peer was answering: " + e.Loss.counted() + ", so the transport was resending what was lost; find the loss (tc qdisc, cabling, switch or NIC drops)"
+		}
 		if e.Window > 0 {
 			msg += fmt.Sprintf("; %s of messages go between signalled completions (cq_moderation %d): lower cq_moderation or raise stall_timeout for a link this slow", byteSize(e.Window), e.CQModeration)
 		}
@@ -183,6 +198,9 @@ func (e *StallError) Error() string {
 	why := fmt.Sprintf(", and the port received nothing for the last %v (stall_timeout, or two ACK timeouts where longer)", e.Quiet)
 	if e.PortCounter == "" {
 		why = fmt.Sprintf(" (the stall window %v; this port has no receive counter to tell a slow link from a dead one)", e.Quiet)
+	}
+	if e.Loss != nil {
+		return fmt.Sprintf("%s%s: the path was dropping packets (%s), then went quiet: peer gone, link down, or every packet dropped", head, why, e.Loss.counted())
 	}
 	return fmt.Sprintf("%s%s: peer gone, link down, or packets dropped with an unbounded retry count", head, why)
 }

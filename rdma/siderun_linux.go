@@ -198,6 +198,26 @@ func (s *SideRun) HasWorkers() bool { return len(s.ws) > 0 }
 // side failed or went away, or when they give up on the test.
 func (s *SideRun) Stop() { C.rr_request_stop(s.c.r) }
 
+// withLoss adds to a completion error or a stall what the port's
+// counters said about lost packets during the run, so that a lossy path
+// is not reported as a dead peer.
+func (s *SideRun) withLoss(err error) error {
+	if s.e.cfg.SkipPortCounters {
+		return err
+	}
+	loss := pathLoss(s.e.cfg.Device, portstats.Delta(s.before, s.after), s.spec.QP.RetryCnt)
+	var ce *CompletionError
+	var se *StallError
+	switch {
+	case loss == nil:
+	case errors.As(err, &ce):
+		ce.Loss = loss
+	case errors.As(err, &se):
+		se.Loss = loss
+	}
+	return err
+}
+
 // Result waits for the workers and returns this side's share, or why it
 // failed.
 //
@@ -226,7 +246,7 @@ func (s *SideRun) Result() (*SideResult, error) {
 		}
 	})
 	if s.rc != 0 {
-		return nil, s.error()
+		return nil, s.withLoss(s.error())
 	}
 	r := &SideResult{
 		Device:   s.e.cfg.Device,
