@@ -5,7 +5,10 @@
 package netfault
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +111,38 @@ func WaitActive(t testing.TB, limit time.Duration, devs ...string) {
 			t.Fatalf("ports not ACTIVE %v after the fault was removed: %s", limit, states)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// WaitSending waits at most limit for dev's port 1 to send `packets` more
+// RDMA packets than when it was called, and fails t if it does not. A
+// test that injects a fault mid-transfer waits so instead of sleeping:
+// on a loaded host, connecting the QPs can take longer than any sleep,
+// and a fault that lands before they connect tests the connect instead.
+func WaitSending(t testing.TB, limit time.Duration, dev string, packets uint64) {
+	t.Helper()
+	// rxe counts in hw_counters only; other drivers keep the PMA counter.
+	file := filepath.Join(sysfs.Root, dev, "ports/1/hw_counters/sent_pkts")
+	if _, err := os.Stat(file); err != nil {
+		file = filepath.Join(sysfs.Root, dev, "ports/1/counters/port_xmit_packets")
+	}
+	read := func() uint64 {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("reading %s: %v", file, err)
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			t.Fatalf("reading %s: %v", file, err)
+		}
+		return v
+	}
+	start := read()
+	deadline := time.Now().Add(limit)
+	for read()-start < packets {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s sent fewer than %d packets in %v: the transfer did not start", dev, packets, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
