@@ -170,7 +170,7 @@ loss_comma := ,
 loss_cases = $$(( 4 * $(words $(subst $(loss_comma), ,$(LOSS_RATES))) ))
 .PHONY: loss-compare
 loss-compare: testbed-build $(TESTBIN)/rdmarun
-	TESTBED_TIMEOUT=$$(( $(LOSS_RUNS) * $(loss_cases) * 2 * 200 + 300 )) \
+	TESTBED_TIMEOUT=$$(( $(LOSS_RUNS) * $(loss_cases) * 3 * 200 + 300 )) \
 		TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun LOSS_RUNS=$(LOSS_RUNS) LOSS_RATES=$(LOSS_RATES)" \
 		testbed/run.sh -- $(CURDIR)/testbed/loss-compare.sh
 
