@@ -63,9 +63,10 @@ func TestWCStatusNames(t *testing.T) {
 	}
 }
 
-// TestPathLoss: only sequence errors are evidence of a lossy path, since
-// a QP retransmits to a dead peer too; a port without the counter, or a
-// run whose counters were not read, gives none.
+// TestPathLoss: sequence errors are evidence of a lossy path only when
+// there are enough of them to have exhausted retry_cnt and they drove most
+// retries; a port without the counter, or a run whose counters were not
+// read, gives none.
 func TestPathLoss(t *testing.T) {
 	cats := func(v map[string]uint64) portstats.Deltas {
 		return portstats.Deltas{Categories: &portstats.Categories{Driver: "rxe", Values: v}}
@@ -75,10 +76,15 @@ func TestPathLoss(t *testing.T) {
 		d    portstats.Deltas
 		want *PathLoss
 	}{
-		{"NAKs and retransmits", cats(map[string]uint64{portstats.SeqErrors: 5, portstats.Retransmits: 7}),
-			&PathLoss{Device: "rxe1", SeqErrors: 5, Retransmits: 7, RetryCnt: 6}},
-		{"NAKs only", cats(map[string]uint64{portstats.SeqErrors: 1}), &PathLoss{Device: "rxe1", SeqErrors: 1, RetryCnt: 6}},
+		{"NAKs and retransmits", cats(map[string]uint64{portstats.SeqErrors: 7, portstats.Retransmits: 9}),
+			&PathLoss{Device: "rxe1", SeqErrors: 7, Retransmits: 9, RetryCnt: 6}},
+		{"NAKs only", cats(map[string]uint64{portstats.SeqErrors: 6}), &PathLoss{Device: "rxe1", SeqErrors: 6, RetryCnt: 6}},
+		{"5% loss", cats(map[string]uint64{portstats.SeqErrors: 204, portstats.Retransmits: 207}),
+			&PathLoss{Device: "rxe1", SeqErrors: 204, Retransmits: 207, RetryCnt: 6}},
 		{"retransmits to a silent peer", cats(map[string]uint64{portstats.SeqErrors: 0, portstats.Retransmits: 7}), nil},
+		{"a killed peer's last NAK", cats(map[string]uint64{portstats.SeqErrors: 1, portstats.Retransmits: 5}), nil},
+		{"fewer NAKs than retry_cnt", cats(map[string]uint64{portstats.SeqErrors: 5}), nil},
+		{"mostly timeouts", cats(map[string]uint64{portstats.SeqErrors: 6, portstats.Retransmits: 13}), nil},
 		{"no sequence counter", cats(map[string]uint64{portstats.Retransmits: 7}), nil},
 		{"not read", portstats.Deltas{}, nil},
 	} {
