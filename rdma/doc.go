@@ -12,14 +12,16 @@
 // about each device), endpoint_linux.go (an endpoint's verbs objects and
 // their connection), siderun_linux.go (one side of a test: its life and
 // the coordination of the two sides), crun_linux.go (the C memory a run
-// is laid out in and read back from) and enums_linux.go (which fails to
-// build if Go's numbers leave shim.h's). Builds without libibverbs (other
+// is laid out in and read back from), cm_linux.go (connecting an
+// endpoint's QPs through the RDMA connection manager, librdmacm, instead
+// of by exchange; cm.c and cm.h its C side) and enums_linux.go (which
+// fails to build if Go's numbers leave shim.h's). Builds without libibverbs (other
 // operating systems, CGO_ENABLED=0, or the nordma tag) compile
 // verbs_stub.go instead, whose functions return ErrNotSupported, so every
 // package above this one still builds and its own tests still run.
 // pair.go, side.go (roles, linking two sides in one process),
-// sideresult.go and pattern.go (the validation pattern) need no C and
-// serve both builds.
+// sideresult.go, pattern.go (the validation pattern) and cm.go (the CM's
+// events, times and errors) need no C and serve both builds.
 //
 // Measured loops run entirely in C, one cgo call per run, writing into a
 // sample array allocated before the call: crossing cgo costs far more

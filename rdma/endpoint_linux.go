@@ -5,6 +5,7 @@ package rdma
 /*
 #include <stdlib.h>
 #include "shim.h"
+#include "cm.h"
 */
 import "C"
 
@@ -68,6 +69,12 @@ type Endpoint struct {
 	// under the port; nil when the port has none.
 	rxCount     *os.File
 	rxCountName string
+	// cmCh, cmIDs and cmTimes are set when the QPs were connected through
+	// the CM (ConnectCM, AcceptCM): the event channel, one id per QP, and
+	// each QP's set-up times.
+	cmCh    *C.struct_rdma_event_channel
+	cmIDs   []*C.struct_rdma_cm_id
+	cmTimes []CMTimes
 }
 
 // rxCounters are the port counters that count packets the port received,
@@ -366,6 +373,9 @@ func (e *Endpoint) Close() error {
 		e.wake = -1
 	}
 	e.freeLatencyBuffers()
+	// The CM's ids go first: they name QPs that must still exist when
+	// the peer is told of the disconnect.
+	e.closeCM()
 	for _, qp := range e.qps {
 		errs = append(errs, rcErr("ibv_destroy_qp", e.cfg.Device, C.ibv_destroy_qp(qp)))
 	}

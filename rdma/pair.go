@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"time"
 )
 
 // Pair is two endpoints in one process connected to each other: on two
@@ -35,6 +37,70 @@ func NewLoopbackPair(requester, responder EndpointConfig, attrs QPAttrs) (*Pair,
 		return nil, err
 	}
 	return p, nil
+}
+
+// NewCMPair creates both endpoints and connects them through the RDMA
+// connection manager: the responder listens on its GID's address, on a
+// port the CM picks, and the requester connects each QP from its own,
+// naming the QP's index in the request's private data. Each step waits
+// at most timeout.
+func NewCMPair(requester, responder EndpointConfig, attrs QPAttrs, timeout time.Duration) (*Pair, error) {
+	a, err := NewEndpoint(requester)
+	if err != nil {
+		return nil, err
+	}
+	b, err := NewEndpoint(responder)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	p := &Pair{Requester: a, Responder: b}
+	info := b.Info()
+	addr, err := cmAddress(info.Device, info.GIDIndex, info.GID, info.GIDType)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	l, err := ListenCM(netip.AddrPortFrom(addr, 0), len(info.QPNs))
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	accepted := make(chan error, 1)
+	go func() { accepted <- acceptPair(l, b, len(info.QPNs), attrs, timeout) }()
+	err = a.ConnectCM(l.Addr(), func(qp int) []byte { return []byte{byte(qp), byte(qp >> 8)} }, attrs, timeout)
+	// The acceptor waits for each request at most the requester's three
+	// steps' deadlines, whatever the requester did.
+	err = errors.Join(err, <-accepted, l.Close())
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// acceptPair accepts n requests on l for endpoint e, each naming its QP
+// in the first two bytes of its private data.
+func acceptPair(l *CMListener, e *Endpoint, n int, attrs QPAttrs, timeout time.Duration) error {
+	for range n {
+		// The requester's three steps may each take timeout before its
+		// request leaves.
+		r, err := l.Next(time.Now().Add(3*timeout + time.Second))
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return fmt.Errorf("rdma: no CM connect request within %v on %s", 3*timeout+time.Second, l.Addr())
+		}
+		if len(r.Private) < 2 {
+			_ = r.Reject(nil)
+			return fmt.Errorf("rdma: a CM connect request with %d bytes of private data, not the QP index", len(r.Private))
+		}
+		if err := e.AcceptCM(r, int(r.Private[0])|int(r.Private[1])<<8, attrs, timeout); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes both endpoints.

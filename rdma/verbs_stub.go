@@ -2,6 +2,11 @@
 
 package rdma
 
+import (
+	"net/netip"
+	"time"
+)
+
 // This build has no libibverbs: what needs it returns ErrNotSupported,
 // and the rest answers as for a side that has already exited.
 
@@ -66,3 +71,39 @@ func (*SideRun) Result() (*SideResult, error) { return nil, ErrNotSupported }
 
 // Close does nothing in this build.
 func (*SideRun) Close() {}
+
+// ConnectCM needs librdmacm; this build has none.
+func (*Endpoint) ConnectCM(netip.AddrPort, func(int) []byte, QPAttrs, time.Duration) error {
+	return ErrNotSupported
+}
+
+// AcceptCM needs librdmacm; this build has none.
+func (*Endpoint) AcceptCM(*CMRequest, int, QPAttrs, time.Duration) error { return ErrNotSupported }
+
+// CMTimes returns nothing in this build.
+func (*Endpoint) CMTimes() []CMTimes { return nil }
+
+// CMListener needs librdmacm; this build has none.
+type CMListener struct{}
+
+// ListenCM needs librdmacm; this build has none.
+func ListenCM(netip.AddrPort, int) (*CMListener, error) { return nil, ErrNotSupported }
+
+// Addr returns nothing in this build.
+func (*CMListener) Addr() netip.AddrPort { return netip.AddrPort{} }
+
+// Next returns nothing in this build.
+func (*CMListener) Next(time.Time) (*CMRequest, error) { return nil, ErrNotSupported }
+
+// Close has nothing to free in this build.
+func (*CMListener) Close() error { return nil }
+
+// CMRequest is never made in this build.
+type CMRequest struct {
+	Private []byte
+	Device  string
+	Port    int
+}
+
+// Reject has nothing to refuse in this build.
+func (*CMRequest) Reject([]byte) error { return nil }

@@ -1,0 +1,135 @@
+package rdma
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// CMEvent is an RDMA connection manager event (enum rdma_cm_event_type).
+type CMEvent int
+
+// The events the connection steps wait for or meet; cm_linux.go ties
+// each to librdmacm's number at compile time.
+const (
+	CMAddrResolved    CMEvent = 0
+	CMAddrError       CMEvent = 1
+	CMRouteResolved   CMEvent = 2
+	CMRouteError      CMEvent = 3
+	CMConnectRequest  CMEvent = 4
+	CMConnectResponse CMEvent = 5
+	CMConnectError    CMEvent = 6
+	CMUnreachable     CMEvent = 7
+	CMRejected        CMEvent = 8
+	CMEstablished     CMEvent = 9
+	CMDisconnected    CMEvent = 10
+	CMDeviceRemoval   CMEvent = 11
+	CMTimewaitExit    CMEvent = 15
+	cmEventNameCount          = 17
+)
+
+var cmEventNames = [cmEventNameCount]string{
+	"ADDR_RESOLVED", "ADDR_ERROR", "ROUTE_RESOLVED", "ROUTE_ERROR", "CONNECT_REQUEST",
+	"CONNECT_RESPONSE", "CONNECT_ERROR", "UNREACHABLE", "REJECTED", "ESTABLISHED",
+	"DISCONNECTED", "DEVICE_REMOVAL", "MULTICAST_JOIN", "MULTICAST_ERROR", "ADDR_CHANGE",
+	"TIMEWAIT_EXIT", "MULTICAST_LEAVE",
+}
+
+// String returns the event's short name, as librdmacm's rdma_event_str
+// gives it without the RDMA_CM_EVENT_ prefix.
+func (e CMEvent) String() string {
+	if e >= 0 && int(e) < len(cmEventNames) {
+		return cmEventNames[e]
+	}
+	return fmt.Sprintf("EVENT_%d", int(e))
+}
+
+// CMTimes is how long one QP's connection took through the CM, step by
+// step: address resolution (the local device and, on RoCE, the peer's
+// neighbour entry), route resolution, and from the connect request to
+// ESTABLISHED. The responder's side has only Connect: from its accept to
+// ESTABLISHED.
+type CMTimes struct {
+	ResolveAddr  time.Duration `json:"resolve_addr_ns"`
+	ResolveRoute time.Duration `json:"resolve_route_ns"`
+	Connect      time.Duration `json:"connect_ns"`
+}
+
+// Total is the whole set-up time of the connection.
+func (t CMTimes) Total() time.Duration { return t.ResolveAddr + t.ResolveRoute + t.Connect }
+
+// CMError is a connection step that failed: an error event, a call that
+// failed, or a deadline that passed.
+type CMError struct {
+	Step   string // "resolve_addr", "resolve_route", "connect", "accept", "listen"
+	Peer   string // the address being connected to, or listened on
+	QP     int    // the QP's index; -1 for a listener
+	Event  CMEvent
+	Status int           // the event's status: a negative errno, or for REJECTED the CM's reject reason
+	Errno  error         // a failed call's errno; nil for an event
+	Waited time.Duration // set when the deadline passed
+	Detail string        // what else is known: the devices found, the peer's reason
+}
+
+func (e *CMError) Error() string {
+	at := fmt.Sprintf("rdma_cm %s to %s", e.Step, e.Peer)
+	if e.QP >= 0 {
+		at += fmt.Sprintf(" (QP %d)", e.QP)
+	}
+	var msg string
+	switch {
+	case e.Waited > 0:
+		msg = fmt.Sprintf("%s: no answer within %v", at, e.Waited)
+	case e.Errno != nil:
+		msg = fmt.Sprintf("%s: %v", at, e.Errno)
+	default:
+		msg = fmt.Sprintf("%s: %s (status %d)", at, e.Event, e.Status)
+	}
+	if c := e.likelyCause(); c != "" {
+		msg += "; likely cause: " + c
+	}
+	if e.Detail != "" {
+		msg += "; " + e.Detail
+	}
+	return msg
+}
+
+// likelyCause is a hint at what usually produces the failure.
+func (e *CMError) likelyCause() string {
+	switch {
+	case e.Waited > 0 && e.Step == "resolve_addr":
+		return "the peer's address did not answer neighbour resolution (ARP or ND): host down, link down, or a wrong address"
+	case e.Waited > 0:
+		return "the peer did not answer: host down, link down, or the CM's packets dropped"
+	}
+	switch e.Event {
+	case CMAddrError:
+		return "no RDMA device owns the local address, or the peer's address cannot be reached from it"
+	case CMRouteError:
+		return "no route to the peer's address from the RDMA device (check `ip route get`)"
+	case CMUnreachable:
+		return "nothing listens on the peer's CM port, or the CM's packets are dropped (for iWARP, the TCP port is blocked)"
+	case CMRejected:
+		return "the peer refused the connection (no listener for this service, its QP limit, or its own reason)"
+	case CMConnectError:
+		return "the connection failed after the request was accepted"
+	case CMDeviceRemoval:
+		return "the RDMA device was removed"
+	}
+	return ""
+}
+
+// cmAddress is the IP address a GID carries, which the CM binds a
+// connection to: on RoCE every GID but the link-local one is an address
+// of the port's netdev. InfiniBand GIDs carry none (the CM there binds
+// to the IPoIB address), and a link-local address needs an interface
+// the CM is not told.
+func cmAddress(device string, index int, gid GIDAddr, typ GIDType) (netip.Addr, error) {
+	ip := net.IP(gid)
+	if typ == GIDTypeIB || ip.To16() == nil || ip.IsLinkLocalUnicast() {
+		return netip.Addr{}, fmt.Errorf("rdma: %s GID index %d (%s) holds no routable IP address for the CM to bind to; choose a RoCE GID of an IPv4 or global IPv6 address", device, index, ip)
+	}
+	a, _ := netip.AddrFromSlice(ip.To16())
+	return a.Unmap(), nil
+}

@@ -1,0 +1,492 @@
+//go:build linux && cgo && !nordma
+
+package rdma
+
+/*
+#cgo pkg-config: librdmacm
+#include <stdlib.h>
+#include "cm.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The CM event numbers are librdmacm's; this does not compile if they
+// drift (see enums_linux.go).
+func _() {
+	var x [1]struct{}
+	_ = x[CMAddrResolved-C.RDMA_CM_EVENT_ADDR_RESOLVED]
+	_ = x[CMAddrError-C.RDMA_CM_EVENT_ADDR_ERROR]
+	_ = x[CMRouteResolved-C.RDMA_CM_EVENT_ROUTE_RESOLVED]
+	_ = x[CMRouteError-C.RDMA_CM_EVENT_ROUTE_ERROR]
+	_ = x[CMConnectRequest-C.RDMA_CM_EVENT_CONNECT_REQUEST]
+	_ = x[CMConnectResponse-C.RDMA_CM_EVENT_CONNECT_RESPONSE]
+	_ = x[CMConnectError-C.RDMA_CM_EVENT_CONNECT_ERROR]
+	_ = x[CMUnreachable-C.RDMA_CM_EVENT_UNREACHABLE]
+	_ = x[CMRejected-C.RDMA_CM_EVENT_REJECTED]
+	_ = x[CMEstablished-C.RDMA_CM_EVENT_ESTABLISHED]
+	_ = x[CMDisconnected-C.RDMA_CM_EVENT_DISCONNECTED]
+	_ = x[CMDeviceRemoval-C.RDMA_CM_EVENT_DEVICE_REMOVAL]
+	_ = x[CMTimewaitExit-C.RDMA_CM_EVENT_TIMEWAIT_EXIT]
+}
+
+// cmPoll bounds one wait in C, so that a listener being closed is seen
+// within it and no cgo call outlives its caller's deadline by more.
+const cmPoll = 200 * time.Millisecond
+
+// newCMChannel makes an event channel whose fd does not block: rr_cm_next
+// polls it with a deadline.
+func newCMChannel() (*C.struct_rdma_event_channel, error) {
+	ch, err := C.rdma_create_event_channel()
+	if ch == nil {
+		return nil, fmt.Errorf("rdma: rdma_create_event_channel: %w (is the rdma_ucm module loaded? /dev/infiniband/rdma_cm must exist)", errnoOf(err))
+	}
+	if err := unix.SetNonblock(int(ch.fd), true); err != nil {
+		C.rdma_destroy_event_channel(ch)
+		return nil, fmt.Errorf("rdma: the CM event channel: %w", err)
+	}
+	return ch, nil
+}
+
+func errnoOf(err error) syscall.Errno {
+	if e, ok := err.(syscall.Errno); ok && e != 0 {
+		return e
+	}
+	return syscall.EIO
+}
+
+// cmNext waits until deadline for ch's next event. ok is false when the
+// deadline passed first.
+func cmNext(ch *C.struct_rdma_event_channel, deadline time.Time, stop func() bool) (ev C.struct_rr_cm_event, ok bool, err error) {
+	for {
+		left := time.Until(deadline)
+		if left <= 0 || stop != nil && stop() {
+			return ev, false, nil
+		}
+		rc := C.rr_cm_next(ch, C.int(min(left, cmPoll).Milliseconds()+1), &ev)
+		switch {
+		case rc == 0:
+			return ev, true, nil
+		case rc < 0:
+			return ev, false, syscall.Errno(-rc)
+		}
+	}
+}
+
+// cmIP is addr in the 16-byte form the C helpers take.
+func cmIP(addr netip.Addr) *C.uint8_t {
+	b := addr.As16()
+	p := (*C.uint8_t)(C.malloc(16))
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(p)), 16), b[:])
+	return p
+}
+
+// cmSource is the address the endpoint's QPs connect from (cmAddress),
+// so that the CM binds the connection to this device, not to whichever
+// device routing picks (measured: without it, a connection from rxe1 to
+// 10.0.0.1 resolved to rxe0).
+func (e *Endpoint) cmSource() (netip.Addr, error) {
+	return cmAddress(e.cfg.Device, e.gid.Index, e.gid.GID, e.gid.Type)
+}
+
+// conn is what the CM's attributes are overridden with: the test's
+// timers, retries and depths, and its path MTU when it names one.
+func (e *Endpoint) cmConn(a QPAttrs) (C.struct_rr_conn, error) {
+	c := C.struct_rr_conn{
+		timeout: C.uint8_t(a.Timeout), retry_cnt: C.uint8_t(a.RetryCnt), rnr_retry: C.uint8_t(a.RNRRetry),
+		min_rnr_timer: C.uint8_t(a.MinRNRTimer), max_rd_atomic: C.uint8_t(a.MaxRdAtomic), max_dest_rd_atomic: C.uint8_t(a.MaxRdAtomic),
+	}
+	if e.cfg.QPType == UC {
+		c.uc = 1
+	}
+	if a.MTU != 0 {
+		mtu, err := MTUEnum(a.MTU)
+		if err != nil {
+			return c, err
+		}
+		c.mtu = C.uint8_t(mtu)
+	}
+	return c, nil
+}
+
+// checkCMDevice fails when the CM bound id to another device or port
+// than the endpoint's: the QPs would be connected through the wrong NIC.
+func (e *Endpoint) checkCMDevice(id *C.struct_rdma_cm_id, cmErr func(d string) error) error {
+	var port C.uint8_t
+	dev := C.GoString(C.rr_cm_device(id, &port))
+	if dev != e.cfg.Device || int(port) != e.cfg.Port {
+		return cmErr(fmt.Sprintf("the CM bound the connection to %s port %d, not the test's %s port %d (the address belongs to another device)", dev, port, e.cfg.Device, e.cfg.Port))
+	}
+	return nil
+}
+
+// ConnectCM connects every QP of the endpoint through the CM to the
+// listener at peer, the way applications connect (rdma_resolve_addr,
+// rdma_resolve_route, rdma_connect), from the address of the endpoint's
+// GID. private(i) is sent with QP i's request (at most 56 bytes: the
+// listener sees it padded with zeros to that). Each step waits at most
+// timeout. The CM's attributes are used but for the test's timers,
+// retries, depths and path MTU (attrs).
+func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, attrs QPAttrs, timeout time.Duration) error {
+	if err := attrs.Validate(); err != nil {
+		return err
+	}
+	src, err := e.cmSource()
+	if err != nil {
+		return err
+	}
+	c, err := e.cmConn(attrs)
+	if err != nil {
+		return err
+	}
+	if e.cmCh == nil {
+		if e.cmCh, err = newCMChannel(); err != nil {
+			return err
+		}
+	}
+	e.cmIDs = make([]*C.struct_rdma_cm_id, len(e.qps))
+	e.cmTimes = make([]CMTimes, len(e.qps))
+	csrc, cdst := cmIP(src), cmIP(peer.Addr())
+	defer C.free(unsafe.Pointer(csrc))
+	defer C.free(unsafe.Pointer(cdst))
+	ms := C.int(timeout.Milliseconds())
+	for i, qp := range e.qps {
+		fail := func(step string, ev CMEvent, status int, errno error, waited time.Duration, detail string) error {
+			return &CMError{Step: step, Peer: peer.String(), QP: i, Event: ev, Status: status, Errno: errno, Waited: waited, Detail: detail}
+		}
+		t := &e.cmTimes[i]
+		begin := time.Now()
+		id, err := e.cmResolveAddr(csrc, cdst, peer.Port(), begin.Add(timeout), fail)
+		if err != nil {
+			return err
+		}
+		e.cmIDs[i] = id
+		t.ResolveAddr = time.Since(begin)
+		if err := e.checkCMDevice(id, func(d string) error { return fail("resolve_addr", CMAddrResolved, 0, nil, 0, d) }); err != nil {
+			return err
+		}
+		begin = time.Now()
+		if rc, err := C.rdma_resolve_route(id, ms); rc != 0 {
+			return fail("resolve_route", 0, 0, errnoOf(err), 0, "")
+		}
+		if err := e.cmExpect(id, CMRouteResolved, begin.Add(timeout+time.Second), func(ev CMEvent, status int, errno error, waited time.Duration) error {
+			return fail("resolve_route", ev, status, errno, waited, "")
+		}); err != nil {
+			return err
+		}
+		t.ResolveRoute = time.Since(begin)
+		begin = time.Now()
+		priv := private(i)
+		if len(priv) > 56 {
+			return fmt.Errorf("rdma: %d bytes of private data for QP %d; a CM connect request carries at most 56", len(priv), i)
+		}
+		var cpriv unsafe.Pointer
+		if len(priv) > 0 {
+			cpriv = C.CBytes(priv)
+		}
+		rc := C.rr_cm_connect(id, qp.qp_num, &c, cpriv, C.uint8_t(len(priv)), 0)
+		C.free(cpriv)
+		if rc != 0 {
+			return fail("connect", 0, 0, syscall.Errno(rc), 0, "")
+		}
+		connectFail := func(ev CMEvent, status int, errno error, waited time.Duration) error {
+			return fail("connect", ev, status, errno, waited, "")
+		}
+		if err := e.cmExpect(id, CMConnectResponse, begin.Add(timeout), connectFail); err != nil {
+			return err
+		}
+		var stage C.int
+		if rc := C.rr_cm_qp_ready(id, qp, &c, &stage); rc != 0 {
+			return cmReadyErr(e.cfg.Device, stage, rc)
+		}
+		if rc, err := C.rdma_establish(id); rc != 0 {
+			return fail("connect", 0, 0, errnoOf(err), 0, "rdma_establish")
+		}
+		t.Connect = time.Since(begin)
+	}
+	return e.cmConnected(attrs)
+}
+
+// cmAddrAttempt bounds one address resolution. The kernel resolves the
+// peer's neighbour entry and, when it was not valid, waits for the update
+// that the ARP or ND answer brings; an answer that comes before the
+// request is queued is missed, and the request then waits out its whole
+// timeout (measured in the testbed: a first contact took exactly the
+// timeout given, 2 s, 10 s, and 19.6 s to 40 s+ of 40 s). Attempts of
+// 500 ms, repeated until the step's deadline, bound that loss.
+const cmAddrAttempt = 500 * time.Millisecond
+
+// cmResolveAddr resolves the peer's address from src on a new id, in
+// attempts of cmAddrAttempt until deadline, and returns the id.
+func (e *Endpoint) cmResolveAddr(src, dst *C.uint8_t, port uint16, deadline time.Time, fail func(string, CMEvent, int, error, time.Duration, string) error) (*C.struct_rdma_cm_id, error) {
+	from := "from " + net.IP(C.GoBytes(unsafe.Pointer(src), 16)).String()
+	begin := time.Now()
+	for {
+		var id *C.struct_rdma_cm_id
+		if rc, err := C.rdma_create_id(e.cmCh, &id, nil, C.RDMA_PS_TCP); rc != 0 {
+			return nil, fail("create_id", 0, 0, errnoOf(err), 0, "")
+		}
+		attempt := min(cmAddrAttempt, time.Until(deadline))
+		if rc := C.rr_cm_resolve_addr(id, src, 1, dst, C.uint16_t(port), C.int(max(attempt.Milliseconds(), 1))); rc != 0 {
+			C.rdma_destroy_id(id)
+			return nil, fail("resolve_addr", 0, 0, syscall.Errno(rc), 0, from)
+		}
+		ev, ok, err := cmNext(e.cmCh, time.Now().Add(attempt+time.Second), nil)
+		switch {
+		case err != nil:
+			C.rdma_destroy_id(id)
+			return nil, fail("resolve_addr", 0, 0, err, 0, from)
+		case ok && CMEvent(ev.event) == CMAddrResolved && ev.id == id:
+			return id, nil
+		case ok && ev.id == id && CMEvent(ev.event) == CMAddrError && ev.status == -C.ETIMEDOUT && time.Now().Before(deadline):
+			C.rdma_destroy_id(id)
+			continue
+		case ok:
+			C.rdma_destroy_id(id)
+			return nil, fail("resolve_addr", CMEvent(ev.event), int(ev.status), nil, 0, from)
+		}
+		C.rdma_destroy_id(id)
+		return nil, fail("resolve_addr", 0, 0, nil, time.Since(begin).Round(time.Millisecond), from)
+	}
+}
+
+func cmReadyErr(dev string, stage, rc C.int) error {
+	op := [...]string{"rdma_init_qp_attr", "ibv_modify_qp(RTR)", "ibv_modify_qp(RTS)"}[stage]
+	return &VerbsError{Op: op, Device: dev, Errno: syscall.Errno(rc)}
+}
+
+// cmExpect waits for want on id, and turns anything else into the step's
+// error: an error event with its status, another event, or the deadline.
+func (e *Endpoint) cmExpect(id *C.struct_rdma_cm_id, want CMEvent, deadline time.Time, fail func(CMEvent, int, error, time.Duration) error) error {
+	begin := time.Now()
+	ev, ok, err := cmNext(e.cmCh, deadline, nil)
+	switch {
+	case err != nil:
+		return fail(0, 0, err, 0)
+	case !ok:
+		return fail(0, 0, nil, time.Since(begin).Round(time.Millisecond))
+	case CMEvent(ev.event) != want || ev.id != id:
+		return fail(CMEvent(ev.event), int(ev.status), nil, 0)
+	}
+	return nil
+}
+
+// cmConnected records the attributes the driver holds once every QP is
+// connected, as Connect does.
+func (e *Endpoint) cmConnected(attrs QPAttrs) error {
+	a := attrs
+	if e.cfg.QPType == RC {
+		var err error
+		if a, err = e.queryAttrs(attrs); err != nil {
+			return err
+		}
+	}
+	e.attrs = a
+	e.ready = true
+	return nil
+}
+
+// CMTimes returns each QP's connection set-up times after ConnectCM or
+// the last AcceptCM; nil for QPs connected by exchange (Connect).
+func (e *Endpoint) CMTimes() []CMTimes { return e.cmTimes }
+
+// closeCM disconnects and frees the endpoint's CM ids and their channel;
+// Close calls it before it destroys the QPs the ids were connected for.
+func (e *Endpoint) closeCM() {
+	for _, id := range e.cmIDs {
+		if id != nil {
+			C.rdma_disconnect(id)
+			C.rdma_destroy_id(id)
+		}
+	}
+	e.cmIDs = nil
+	if e.cmCh != nil {
+		C.rdma_destroy_event_channel(e.cmCh)
+		e.cmCh = nil
+	}
+}
+
+// CMListener accepts connections through the CM on one address and port,
+// for the endpoints that AcceptCM hands each request to.
+type CMListener struct {
+	mu     sync.Mutex
+	ch     *C.struct_rdma_event_channel
+	id     *C.struct_rdma_cm_id
+	addr   netip.AddrPort
+	closed bool
+}
+
+// ListenCM listens for CM connect requests on addr (port 0: one the CM
+// picks; Addr tells which), holding at most backlog unanswered ones.
+func ListenCM(addr netip.AddrPort, backlog int) (*CMListener, error) {
+	ch, err := newCMChannel()
+	if err != nil {
+		return nil, err
+	}
+	l := &CMListener{ch: ch, addr: addr}
+	if rc, err := C.rdma_create_id(ch, &l.id, nil, C.RDMA_PS_TCP); rc != 0 {
+		C.rdma_destroy_event_channel(ch)
+		return nil, &CMError{Step: "listen", Peer: addr.String(), QP: -1, Errno: errnoOf(err)}
+	}
+	ip := cmIP(addr.Addr())
+	defer C.free(unsafe.Pointer(ip))
+	if rc := C.rr_cm_listen(l.id, ip, C.uint16_t(addr.Port()), C.int(backlog)); rc != 0 {
+		l.Close()
+		detail := ""
+		if syscall.Errno(rc) == syscall.EADDRNOTAVAIL || syscall.Errno(rc) == syscall.ENODEV {
+			detail = "no RDMA device owns that address"
+		}
+		return nil, &CMError{Step: "listen", Peer: addr.String(), QP: -1, Errno: syscall.Errno(rc), Detail: detail}
+	}
+	if addr.Port() == 0 {
+		be := uint16(C.rdma_get_src_port(l.id)) // network byte order
+		l.addr = netip.AddrPortFrom(addr.Addr(), be>>8|be<<8)
+	}
+	return l, nil
+}
+
+// Addr is the address and port the listener is bound to.
+func (l *CMListener) Addr() netip.AddrPort { return l.addr }
+
+// CMRequest is one connect request a listener received: an id waiting
+// to be accepted by an endpoint (AcceptCM) or rejected.
+type CMRequest struct {
+	id      *C.struct_rdma_cm_id
+	Private []byte // as the CM delivered it: padded with zeros
+	Device  string // the device and port the request arrived on
+	Port    int
+}
+
+// Next waits until deadline for the next connect request. It returns
+// nil, nil when the deadline passed or the listener was closed. Events of
+// other kinds are not expected on a listener's channel (accepted ids
+// move to their endpoint's) and are skipped.
+func (l *CMListener) Next(deadline time.Time) (*CMRequest, error) {
+	for {
+		ev, ok, err := cmNext(l.ch, deadline, l.isClosed)
+		if err != nil || !ok {
+			return nil, err
+		}
+		if CMEvent(ev.event) != CMConnectRequest {
+			continue
+		}
+		var port C.uint8_t
+		dev := C.GoString(C.rr_cm_device(ev.id, &port))
+		return &CMRequest{id: ev.id, Private: C.GoBytes(unsafe.Pointer(&ev.private_data[0]), C.int(ev.private_len)), Device: dev, Port: int(port)}, nil
+	}
+}
+
+func (l *CMListener) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// Close stops listening. Requests already returned by Next stay the
+// caller's to accept or reject.
+func (l *CMListener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	if l.id != nil {
+		C.rdma_destroy_id(l.id)
+		l.id = nil
+	}
+	C.rdma_destroy_event_channel(l.ch)
+	return nil
+}
+
+// Reject refuses the request, with private data for the requester (at
+// most 148 bytes), and frees it.
+func (r *CMRequest) Reject(private []byte) error {
+	if r.id == nil {
+		return nil
+	}
+	var p unsafe.Pointer
+	if len(private) > 0 {
+		p = C.CBytes(private)
+		defer C.free(p)
+	}
+	rc, err := C.rdma_reject(r.id, p, C.uint8_t(len(private)))
+	C.rdma_destroy_id(r.id)
+	r.id = nil
+	if rc != 0 {
+		return &CMError{Step: "reject", Peer: "the requester", QP: -1, Errno: errnoOf(err)}
+	}
+	return nil
+}
+
+// AcceptCM connects QP qp of the endpoint to the requester of r and
+// waits at most timeout for the connection to be ESTABLISHED. The
+// request moves to the endpoint, which frees it with its QPs. Once every
+// QP is accepted the endpoint is connected, with the driver's attributes
+// recorded as after Connect.
+func (e *Endpoint) AcceptCM(r *CMRequest, qp int, attrs QPAttrs, timeout time.Duration) error {
+	if qp < 0 || qp >= len(e.qps) {
+		return fmt.Errorf("rdma: a CM request for QP %d; %s has %d QPs", qp, e.cfg.Device, len(e.qps))
+	}
+	if err := attrs.Validate(); err != nil {
+		return err
+	}
+	fail := func(step string, ev CMEvent, status int, errno error, waited time.Duration, detail string) error {
+		return &CMError{Step: step, Peer: "the requester", QP: qp, Event: ev, Status: status, Errno: errno, Waited: waited, Detail: detail}
+	}
+	if err := e.checkCMDevice(r.id, func(d string) error { return fail("accept", CMConnectRequest, 0, nil, 0, d) }); err != nil {
+		return err
+	}
+	c, err := e.cmConn(attrs)
+	if err != nil {
+		return err
+	}
+	if e.cmCh == nil {
+		if e.cmCh, err = newCMChannel(); err != nil {
+			return err
+		}
+	}
+	if e.cmIDs == nil {
+		e.cmIDs = make([]*C.struct_rdma_cm_id, len(e.qps))
+		e.cmTimes = make([]CMTimes, len(e.qps))
+	}
+	if e.cmIDs[qp] != nil {
+		return fmt.Errorf("rdma: a second CM request for QP %d of %s", qp, e.cfg.Device)
+	}
+	if rc, err := C.rdma_migrate_id(r.id, e.cmCh); rc != 0 {
+		return fail("accept", 0, 0, errnoOf(err), 0, "rdma_migrate_id")
+	}
+	id := r.id
+	r.id = nil
+	e.cmIDs[qp] = id
+	begin := time.Now()
+	var stage C.int
+	if rc := C.rr_cm_qp_ready(id, e.qps[qp], &c, &stage); rc != 0 {
+		return cmReadyErr(e.cfg.Device, stage, rc)
+	}
+	if rc := C.rr_cm_connect(id, e.qps[qp].qp_num, &c, nil, 0, 1); rc != 0 {
+		return fail("accept", 0, 0, syscall.Errno(rc), 0, "")
+	}
+	if err := e.cmExpect(id, CMEstablished, begin.Add(timeout), func(ev CMEvent, status int, errno error, waited time.Duration) error {
+		return fail("accept", ev, status, errno, waited, "")
+	}); err != nil {
+		return err
+	}
+	e.cmTimes[qp].Connect = time.Since(begin)
+	for _, id := range e.cmIDs {
+		if id == nil {
+			return nil
+		}
+	}
+	return e.cmConnected(attrs)
+}

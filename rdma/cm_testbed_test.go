@@ -1,0 +1,126 @@
+//go:build testbed
+
+package rdma_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/rdma/rdmatest"
+)
+
+// newCMPair connects rxe1 (requester) to rxe0 through the CM.
+func newCMPair(t *testing.T, s rdma.TestSpec) *rdma.Pair {
+	t.Helper()
+	spec := rdmatest.Complete(t, s)
+	ca, cb := rdma.PairConfig(spec,
+		rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex},
+		rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex})
+	p, err := rdma.NewCMPair(ca, cb, spec.QP, 10*time.Second)
+	if err != nil {
+		t.Fatalf("NewCMPair: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return p
+}
+
+// TestCMMatrix: every op x measure x mode runs over RC QPs connected
+// through rdma_cm, with data validation, on 1 and 4 QPs; every QP's
+// set-up times are recorded, and the QPs hold the test's timers and
+// retries, not the CM's (the CM chose timeout 19 in the prototype run).
+func TestCMMatrix(t *testing.T) {
+	testbedDevices(t)
+	for _, qps := range []int{1, 4} {
+		for _, op := range allOps {
+			for _, m := range []rdma.Measure{rdma.MeasureLatency, rdma.MeasureBandwidth} {
+				for _, mode := range []rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent} {
+					if op == rdma.OpWrite && m == rdma.MeasureLatency && mode == rdma.ModeEvent {
+						continue // refused before anything runs (TestMatrix)
+					}
+					spec := rdma.TestSpec{Op: op, Measure: m, Mode: mode, Iterations: 100, Validate: true, QPs: qps}
+					if m == rdma.MeasureBandwidth && !op.Atomic() {
+						spec.Size = 4096
+					}
+					t.Run(op.String()+"/"+m.String()+"/"+mode.String()+"/"+string(rune('0'+qps)), func(t *testing.T) {
+						p := newCMPair(t, spec)
+						times := p.Requester.CMTimes()
+						if len(times) != qps {
+							t.Fatalf("%d QPs' set-up times, want %d", len(times), qps)
+						}
+						for i, ct := range times {
+							if ct.ResolveAddr <= 0 || ct.ResolveRoute <= 0 || ct.Connect <= 0 {
+								t.Errorf("QP %d set-up times %+v, want each step timed", i, ct)
+							}
+						}
+						for i, ct := range p.Responder.CMTimes() {
+							if ct.Connect <= 0 {
+								t.Errorf("responder QP %d accept time %+v", i, ct)
+							}
+						}
+						want := rdma.DefaultQPAttrs()
+						if got := p.Requester.Attrs(); got.Timeout != want.Timeout || got.RetryCnt != want.RetryCnt || got.RNRRetry != want.RNRRetry {
+							t.Errorf("QP attrs %+v: timeout, retry_cnt and rnr_retry are not the test's %+v", got, want)
+						}
+						r, err := p.Run(context.Background(), rdmatest.Complete(t, spec))
+						if err != nil {
+							t.Fatalf("%s: %v", spec, err)
+						}
+						rdmatest.CheckResult(t, r)
+						t.Logf("set-up QP 0: addr %v, route %v, connect %v", times[0].ResolveAddr, times[0].ResolveRoute, times[0].Connect)
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestCMNoListener: a connect to a port nobody listens on is refused by
+// the peer's CM (REJECTED on RoCE) within the step's deadline, named as
+// such.
+func TestCMNoListener(t *testing.T) {
+	testbedDevices(t)
+	spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpWrite})
+	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	begin := time.Now()
+	err = ep.ConnectCM(netip.MustParseAddrPort("10.0.0.1:7999"), func(int) []byte { return nil }, spec.QP, 5*time.Second)
+	took := time.Since(begin)
+	var ce *rdma.CMError
+	if !errors.As(err, &ce) || ce.Step != "connect" || (ce.Event != rdma.CMRejected && ce.Event != rdma.CMUnreachable) {
+		t.Fatalf("got %v, want the connect step REJECTED or UNREACHABLE", err)
+	}
+	if took > 6*time.Second {
+		t.Errorf("the refusal took %v", took)
+	}
+	if !strings.Contains(err.Error(), "likely cause:") {
+		t.Errorf("no likely cause: %v", err)
+	}
+	t.Logf("%v: %v", took, err)
+}
+
+// TestCMAddressNotOwned: listening on an address no RDMA device owns is
+// refused, naming the address.
+func TestCMAddressNotOwned(t *testing.T) {
+	testbedDevices(t)
+	l, err := rdma.ListenCM(netip.MustParseAddrPort("10.9.9.9:0"), 1)
+	if err == nil {
+		l.Close()
+		t.Fatal("listening on 10.9.9.9 succeeded")
+	}
+	if !strings.Contains(err.Error(), "10.9.9.9") {
+		t.Errorf("the error does not name the address: %v", err)
+	}
+	t.Log(err)
+}
