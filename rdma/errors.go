@@ -188,7 +188,11 @@ func (e *StallError) Error() string {
 		msg := fmt.Sprintf("%s, though the port kept receiving (%s moved in each of %d windows of %v); a wait may last %v (%d windows)",
 			head, e.PortCounter, e.Extended, e.Quiet, e.Limit, stallLimitFactor)
 		if e.Loss != nil {
-			return msg + "; the path is dropping packets and the peer was answering: " + e.Loss.counted() + ", so the transport was resending what was lost; find the loss (tc qdisc, cabling, switch or NIC drops)"
+			msg += "; the path is dropping packets and the peer was answering: " + e.Loss.counted() + ", so the transport was resending what was lost; find the loss (tc qdisc, cabling, switch or NIC drops)"
+			if e.Window > 0 {
+				msg += fmt.Sprintf(", or lower cq_moderation to measure through it: %s of messages go between signalled completions (cq_moderation %d)", byteSize(e.Window), e.CQModeration)
+			}
+			return msg
 		}
 		if e.Window > 0 {
 			msg += fmt.Sprintf("; %s of messages go between signalled completions (cq_moderation %d): lower cq_moderation or raise stall_timeout for a link this slow", byteSize(e.Window), e.CQModeration)
