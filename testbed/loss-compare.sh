@@ -3,9 +3,11 @@
 # the testbed VM (make loss-compare). For each loss rate, op and QP count,
 # LOSS_RUNS runs of each, interleaved: rdmarun bench (defaults, event mode,
 # 64 KiB bandwidth, 100 messages per QP), the same with --retry-cnt 7
-# --cq-mod 8 (perftest's retry setting, which soft-RoCE retries forever,
-# and a completion every 512 KiB, so that a slow wait fits the stall
-# rule's minute), and ib_<op>_bw with the same size, count and QPs; with
+# --cq-mod 8 --timeout 14 (perftest's retry count, which soft-RoCE
+# retries forever, and ACK timeout, 67 ms: at rdmarun's 0.54 s each lost
+# tail packet or ACK costs 8 times longer; and a completion every 512 KiB,
+# so that a slow wait fits the stall rule's minute), and ib_<op>_bw with
+# the same size, count and QPs; with
 # each the median seconds of the runs that passed. rdmarun's defaults may
 # give up on a lossy path (a dead peer must still end in seconds), but
 # the error must then name the loss; a failure that says "did not
@@ -75,12 +77,12 @@ for rate in $rates; do
                     *"did not acknowledge"* | *"peer gone"*) blamed=$((blamed + 1)) ;;
                     esac
                 fi
-                bench --retry-cnt 7 --cq-mod 8
+                bench --retry-cnt 7 --cq-mod 8 --timeout 14
                 if [ "$result" = pass ]; then
                     tok=$((tok + 1)) tsecs="$tsecs $took"
                 else
                     tfailed=$((tfailed + 1))
-                    echo "rdmarun (retry_cnt 7, cq_moderation 8) failed: loss $rate% $op qps $qps run $i:"
+                    echo "rdmarun (retry_cnt 7, cq_moderation 8, timeout 14) failed: loss $rate% $op qps $qps run $i:"
                     grep -E ": error: |stalled" /tmp/loss-bench.log | head -1
                 fi
                 "ib_${op}_bw" -d rxe0 -x 1 -q "$qps" -s 65536 -n 100 >/tmp/loss-perftest-server.log 2>&1 &
@@ -101,7 +103,7 @@ for rate in $rates; do
             done
             # shellcheck disable=SC2086 # one time a word
             echo "loss $rate% $op qps $qps: rdmarun $ok passed $failed failed ($blamed blaming the peer), median $(median $secs) s;" \
-                "rdmarun retry_cnt 7 cq_moderation 8 $tok passed $tfailed failed, median $(median $tsecs) s;" \
+                "rdmarun retry_cnt 7 cq_moderation 8 timeout 14 $tok passed $tfailed failed, median $(median $tsecs) s;" \
                 "perftest $pok passed $pfailed failed, median $(median $psecs) s;" \
                 "rxe1 rcvd_seq_err $(cat $counters/rcvd_seq_err) completer_retry_err $(cat $counters/completer_retry_err) (cumulative)"
         done
