@@ -138,6 +138,9 @@ func (e *Endpoint) checkCMDevice(id *C.struct_rdma_cm_id, cmErr func(d string) e
 // timeout. The CM's attributes are used but for the test's timers,
 // retries, depths and path MTU (attrs).
 func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, attrs QPAttrs, timeout time.Duration) error {
+	if e.ready || e.cmIDs != nil {
+		return fmt.Errorf("rdma: the QPs of %s are already connected", e.cfg.Device)
+	}
 	if err := attrs.Validate(); err != nil {
 		return err
 	}
@@ -319,7 +322,10 @@ func (e *Endpoint) closeCM() {
 // CMListener accepts connections through the CM on one address and port,
 // for the endpoints that AcceptCM hands each request to.
 type CMListener struct {
-	mu     sync.Mutex
+	mu sync.Mutex // guards closed
+	// busy is held while Next waits in C on the channel, so that Close
+	// frees it only after that wait's slice has ended.
+	busy   sync.Mutex
 	ch     *C.struct_rdma_event_channel
 	id     *C.struct_rdma_cm_id
 	addr   netip.AddrPort
@@ -372,6 +378,11 @@ type CMRequest struct {
 // other kinds are not expected on a listener's channel (accepted ids
 // move to their endpoint's) and are skipped.
 func (l *CMListener) Next(deadline time.Time) (*CMRequest, error) {
+	l.busy.Lock()
+	defer l.busy.Unlock()
+	if l.isClosed() {
+		return nil, nil
+	}
 	for {
 		ev, ok, err := cmNext(l.ch, deadline, l.isClosed)
 		if err != nil || !ok {
@@ -396,11 +407,15 @@ func (l *CMListener) isClosed() bool {
 // caller's to accept or reject.
 func (l *CMListener) Close() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return nil
 	}
 	l.closed = true
+	l.mu.Unlock()
+	// A Next in progress sees closed within one poll slice and returns.
+	l.busy.Lock()
+	defer l.busy.Unlock()
 	if l.id != nil {
 		C.rdma_destroy_id(l.id)
 		l.id = nil

@@ -124,3 +124,47 @@ func TestCMAddressNotOwned(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestCMListenerClose: closing a listener that another goroutine waits
+// on ends that wait within a poll slice, and frees nothing under it.
+func TestCMListenerClose(t *testing.T) {
+	testbedDevices(t)
+	l, err := rdma.ListenCM(netip.MustParseAddrPort("10.0.0.1:0"), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type next struct {
+		r   *rdma.CMRequest
+		err error
+	}
+	got := make(chan next, 1)
+	go func() {
+		r, err := l.Next(time.Now().Add(10 * time.Second))
+		got <- next{r, err}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	begin := time.Now()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n.r != nil || n.err != nil {
+			t.Errorf("Next after Close: %+v, %v; want nothing", n.r, n.err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Next still waiting 2 s after Close")
+	}
+	t.Logf("Next returned %v after Close began", time.Since(begin))
+}
+
+// TestCMConnectTwice: an endpoint whose QPs are connected refuses a
+// second connection instead of leaking the first one's ids.
+func TestCMConnectTwice(t *testing.T) {
+	testbedDevices(t)
+	p := newCMPair(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10})
+	err := p.Requester.ConnectCM(netip.MustParseAddrPort("10.0.0.1:7999"), func(int) []byte { return nil }, p.Requester.Attrs(), time.Second)
+	if err == nil || !strings.Contains(err.Error(), "already connected") {
+		t.Fatalf("second ConnectCM: %v, want a refusal", err)
+	}
+}

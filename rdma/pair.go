@@ -97,6 +97,7 @@ func acceptPair(l *CMListener, e *Endpoint, n int, attrs QPAttrs, timeout time.D
 			return fmt.Errorf("rdma: a CM connect request with %d bytes of private data, not the QP index", len(r.Private))
 		}
 		if err := e.AcceptCM(r, int(r.Private[0])|int(r.Private[1])<<8, attrs, timeout); err != nil {
+			_ = r.Reject(nil) // frees the request unless the endpoint took it
 			return err
 		}
 	}
