@@ -99,7 +99,7 @@ func (e *Endpoint) cmSource() (netip.Addr, error) {
 	return cmAddress(e.cfg.Device, e.gid.Index, e.gid.GID, e.gid.Type)
 }
 
-// conn is what the CM's attributes are overridden with: the test's
+// cmConn is what the CM's attributes are overridden with: the test's
 // timers, retries and depths, and its path MTU when it names one.
 func (e *Endpoint) cmConn(a QPAttrs) (C.struct_rr_conn, error) {
 	c := C.struct_rr_conn{
@@ -152,13 +152,9 @@ func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, a
 	if err != nil {
 		return err
 	}
-	if e.cmCh == nil {
-		if e.cmCh, err = newCMChannel(); err != nil {
-			return err
-		}
+	if err := e.cmPrepare(); err != nil {
+		return err
 	}
-	e.cmIDs = make([]*C.struct_rdma_cm_id, len(e.qps))
-	e.cmTimes = make([]CMTimes, len(e.qps))
 	csrc, cdst := cmIP(src), cmIP(peer.Addr())
 	defer C.free(unsafe.Pointer(csrc))
 	defer C.free(unsafe.Pointer(cdst))
@@ -296,6 +292,23 @@ func (e *Endpoint) cmConnected(attrs QPAttrs) error {
 	}
 	e.attrs = a
 	e.ready = true
+	return nil
+}
+
+// cmPrepare makes the endpoint's CM event channel and its per-QP ids
+// and times, where they are not made yet.
+func (e *Endpoint) cmPrepare() error {
+	if e.cmCh == nil {
+		ch, err := newCMChannel()
+		if err != nil {
+			return err
+		}
+		e.cmCh = ch
+	}
+	if e.cmIDs == nil {
+		e.cmIDs = make([]*C.struct_rdma_cm_id, len(e.qps))
+		e.cmTimes = make([]CMTimes, len(e.qps))
+	}
 	return nil
 }
 
@@ -466,14 +479,8 @@ func (e *Endpoint) AcceptCM(r *CMRequest, qp int, attrs QPAttrs, timeout time.Du
 	if err != nil {
 		return err
 	}
-	if e.cmCh == nil {
-		if e.cmCh, err = newCMChannel(); err != nil {
-			return err
-		}
-	}
-	if e.cmIDs == nil {
-		e.cmIDs = make([]*C.struct_rdma_cm_id, len(e.qps))
-		e.cmTimes = make([]CMTimes, len(e.qps))
+	if err := e.cmPrepare(); err != nil {
+		return err
 	}
 	if e.cmIDs[qp] != nil {
 		return fmt.Errorf("rdma: a second CM request for QP %d of %s", qp, e.cfg.Device)

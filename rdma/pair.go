@@ -16,8 +16,8 @@ type Pair struct {
 	Requester, Responder *Endpoint
 }
 
-// NewLoopbackPair creates both endpoints and connects them.
-func NewLoopbackPair(requester, responder EndpointConfig, attrs QPAttrs) (*Pair, error) {
+// newPair creates both endpoints, unconnected.
+func newPair(requester, responder EndpointConfig) (*Pair, error) {
 	a, err := NewEndpoint(requester)
 	if err != nil {
 		return nil, err
@@ -27,7 +27,16 @@ func NewLoopbackPair(requester, responder EndpointConfig, attrs QPAttrs) (*Pair,
 		a.Close()
 		return nil, err
 	}
-	p := &Pair{Requester: a, Responder: b}
+	return &Pair{Requester: a, Responder: b}, nil
+}
+
+// NewLoopbackPair creates both endpoints and connects them.
+func NewLoopbackPair(requester, responder EndpointConfig, attrs QPAttrs) (*Pair, error) {
+	p, err := newPair(requester, responder)
+	if err != nil {
+		return nil, err
+	}
+	a, b := p.Requester, p.Responder
 	if err := a.Connect(b.Info(), attrs); err != nil {
 		p.Close()
 		return nil, err
@@ -45,16 +54,11 @@ func NewLoopbackPair(requester, responder EndpointConfig, attrs QPAttrs) (*Pair,
 // naming the QP's index in the request's private data. Each step waits
 // at most timeout.
 func NewCMPair(requester, responder EndpointConfig, attrs QPAttrs, timeout time.Duration) (*Pair, error) {
-	a, err := NewEndpoint(requester)
+	p, err := newPair(requester, responder)
 	if err != nil {
 		return nil, err
 	}
-	b, err := NewEndpoint(responder)
-	if err != nil {
-		a.Close()
-		return nil, err
-	}
-	p := &Pair{Requester: a, Responder: b}
+	a, b := p.Requester, p.Responder
 	info := b.Info()
 	addr, err := cmAddress(info.Device, info.GIDIndex, info.GID, info.GIDType)
 	if err != nil {
