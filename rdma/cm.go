@@ -1,9 +1,12 @@
 package rdma
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 )
 
@@ -59,6 +62,10 @@ type CMTimes struct {
 // Total is the whole set-up time of the connection.
 func (t CMTimes) Total() time.Duration { return t.ResolveAddr + t.ResolveRoute + t.Connect }
 
+// ErrCMListenerClosed is what CMListener.Next returns once the listener
+// is closed.
+var ErrCMListenerClosed = errors.New("rdma: the CM listener is closed")
+
 // CMError is a connection step that failed: an error event, a call that
 // failed, or a deadline that passed.
 type CMError struct {
@@ -95,6 +102,49 @@ func (e *CMError) Error() string {
 	return msg
 }
 
+// Unwrap gives the errno of a failed call, and ETIMEDOUT for a step
+// whose deadline passed or whose event said so, so that a CM timeout
+// counts as a dead path (slow or gone), like a transport timeout.
+func (e *CMError) Unwrap() error {
+	switch {
+	case e.Errno != nil:
+		return e.Errno
+	case e.Waited > 0 || (e.Event != CMRejected && e.Status == -int(syscall.ETIMEDOUT)):
+		return syscall.ETIMEDOUT
+	}
+	return nil
+}
+
+// RejectPrefix starts the private data of a reject rdmarun sends, so
+// that the requester can tell the peer's own reason from padding or
+// another program's bytes.
+const RejectPrefix = "rdmarun: "
+
+// rejectReason says what a REJECTED event's reason code means (the IB
+// CM's codes, which rxe and mlx5 use; iWARP reports ECONNREFUSED) and
+// quotes the peer's own reason from its private data.
+func rejectReason(status int, private []byte) string {
+	var out string
+	switch status {
+	case 8:
+		out = "reason 8: no listener for that service (port) on the peer"
+	case 28:
+		out = "reason 28: refused by the peer's application"
+	case -int(syscall.ECONNREFUSED):
+		out = "connection refused (iWARP: nothing listens on that TCP port)"
+	}
+	if i := bytes.IndexByte(private, 0); i >= 0 {
+		private = private[:i]
+	}
+	if r, ok := bytes.CutPrefix(private, []byte(RejectPrefix)); ok && len(r) > 0 {
+		if out != "" {
+			out += "; "
+		}
+		out += fmt.Sprintf("the peer said: %q", r)
+	}
+	return out
+}
+
 // likelyCause is a hint at what usually produces the failure.
 func (e *CMError) likelyCause() string {
 	switch {
@@ -111,7 +161,11 @@ func (e *CMError) likelyCause() string {
 	case CMUnreachable:
 		return "nothing listens on the peer's CM port, or the CM's packets are dropped (for iWARP, the TCP port is blocked)"
 	case CMRejected:
-		return "the peer refused the connection (no listener for this service, its QP limit, or its own reason)"
+		switch e.Status {
+		case 8, -int(syscall.ECONNREFUSED):
+			return "nothing listens on the peer's CM port (is the responder running, with its CM listener on that port?)"
+		}
+		return "the peer refused the connection (its QP limit, an unknown session, or its own reason)"
 	case CMConnectError:
 		return "the connection failed after the request was accepted"
 	case CMDeviceRemoval:

@@ -10,9 +10,11 @@ package rdma
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -275,7 +277,13 @@ func (e *Endpoint) cmExpect(id *C.struct_rdma_cm_id, want CMEvent, deadline time
 	case !ok:
 		return fail(0, 0, nil, time.Since(begin).Round(time.Millisecond))
 	case CMEvent(ev.event) != want || ev.id != id:
-		return fail(CMEvent(ev.event), int(ev.status), nil, 0)
+		err := fail(CMEvent(ev.event), int(ev.status), nil, 0)
+		var ce *CMError
+		if CMEvent(ev.event) == CMRejected && errors.As(err, &ce) {
+			reason := rejectReason(int(ev.status), C.GoBytes(unsafe.Pointer(&ev.private_data[0]), C.int(ev.private_len)))
+			ce.Detail = strings.TrimPrefix(ce.Detail+"; "+reason, "; ")
+		}
+		return err
 	}
 	return nil
 }
@@ -387,19 +395,25 @@ type CMRequest struct {
 }
 
 // Next waits until deadline for the next connect request. It returns
-// nil, nil when the deadline passed or the listener was closed. Events of
+// nil, nil when the deadline passed, and ErrCMListenerClosed once the
+// listener is closed (a loop serving it ends on that). Events of
 // other kinds are not expected on a listener's channel (accepted ids
 // move to their endpoint's) and are skipped.
 func (l *CMListener) Next(deadline time.Time) (*CMRequest, error) {
 	l.busy.Lock()
 	defer l.busy.Unlock()
 	if l.isClosed() {
-		return nil, nil
+		return nil, ErrCMListenerClosed
 	}
 	for {
 		ev, ok, err := cmNext(l.ch, deadline, l.isClosed)
-		if err != nil || !ok {
+		switch {
+		case err != nil:
 			return nil, err
+		case l.isClosed():
+			return nil, ErrCMListenerClosed
+		case !ok:
+			return nil, nil
 		}
 		if CMEvent(ev.event) != CMConnectRequest {
 			continue

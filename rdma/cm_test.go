@@ -13,7 +13,9 @@ func TestCMErrorMessages(t *testing.T) {
 		want string
 	}{
 		{&CMError{Step: "connect", Peer: "10.0.0.1:7999", QP: 0, Event: CMRejected, Status: 8},
-			"rdma_cm connect to 10.0.0.1:7999 (QP 0): REJECTED (status 8); likely cause: the peer refused the connection (no listener for this service, its QP limit, or its own reason)"},
+			"rdma_cm connect to 10.0.0.1:7999 (QP 0): REJECTED (status 8); likely cause: nothing listens on the peer's CM port (is the responder running, with its CM listener on that port?)"},
+		{&CMError{Step: "connect", Peer: "10.0.0.1:18521", QP: 3, Event: CMRejected, Status: 28, Detail: rejectReason(28, []byte(RejectPrefix+"no test expects QP 3"))},
+			"rdma_cm connect to 10.0.0.1:18521 (QP 3): REJECTED (status 28); likely cause: the peer refused the connection (its QP limit, an unknown session, or its own reason); reason 28: refused by the peer's application; the peer said: \"no test expects QP 3\""},
 		{&CMError{Step: "resolve_addr", Peer: "10.0.0.9:7471", QP: 2, Waited: 10 * time.Second, Detail: "from 10.0.0.2"},
 			"rdma_cm resolve_addr to 10.0.0.9:7471 (QP 2): no answer within 10s; likely cause: the peer's address did not answer neighbour resolution (ARP or ND): host down, link down, or a wrong address; from 10.0.0.2"},
 		{&CMError{Step: "listen", Peer: "10.9.9.9:0", QP: -1, Errno: syscall.EADDRNOTAVAIL, Detail: "no RDMA device owns that address"},

@@ -149,8 +149,8 @@ func TestCMListenerClose(t *testing.T) {
 	}
 	select {
 	case n := <-got:
-		if n.r != nil || n.err != nil {
-			t.Errorf("Next after Close: %+v, %v; want nothing", n.r, n.err)
+		if n.r != nil || !errors.Is(n.err, rdma.ErrCMListenerClosed) {
+			t.Errorf("Next after Close: %+v, %v; want no request and ErrCMListenerClosed", n.r, n.err)
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("Next still waiting 2 s after Close")

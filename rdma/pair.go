@@ -14,6 +14,8 @@ import (
 // fail in NewLoopbackPair).
 type Pair struct {
 	Requester, Responder *Endpoint
+	// ran: a run has reported the connection's set-up already.
+	ran bool
 }
 
 // newPair creates both endpoints, unconnected.
@@ -144,5 +146,10 @@ func (p *Pair) Run(ctx context.Context, spec Test) (*Result, error) {
 		return nil, err
 	}
 	spec.QP = p.Requester.Attrs()
-	return Assemble(spec, p.Requester.Info(), p.Responder.Info(), reqRes, respRes), nil
+	res := Assemble(spec, p.Requester.Info(), p.Responder.Info(), reqRes, respRes)
+	if !p.ran {
+		res.Connect = NewConnectStats(p.Requester.CMTimes())
+	}
+	p.ran = true
+	return res, nil
 }

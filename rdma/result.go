@@ -19,6 +19,10 @@ type Result struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// Events counts completion-channel events consumed (event mode).
 	Events uint64 `json:"events,omitempty"`
+	// Connect is the QPs' set-up through the CM (connect: rdma_cm), as
+	// the requester timed it; nil for a run connected by exchange, and
+	// for a kept session's later runs.
+	Connect *ConnectStats `json:"connect,omitempty"`
 	// Sides holds CPU time and port counter deltas: requester, responder.
 	Sides []SideSummary `json:"sides"`
 }

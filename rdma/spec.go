@@ -161,6 +161,8 @@ type TestSpec struct {
 	Measure Measure `json:"measure"`
 	Mode    Mode    `json:"mode"`
 	QPType  QPType  `json:"qp_type"`
+	// Connect is how the QPs are connected; absent: by exchange.
+	Connect Connect `json:"connect,omitempty"`
 	Size    int     `json:"size_bytes"`
 	// Iterations per QP: round trips (latency) or messages (bandwidth).
 	// Ignored when Duration is set.
@@ -459,6 +461,8 @@ func (s Test) checkCombination() error {
 	switch {
 	case s.QPType == UD:
 		return errors.New("qp_type ud is not supported yet; use rc or uc")
+	case s.Connect != ConnectExchange && s.Connect != ConnectCM:
+		return fmt.Errorf("connect %d is not a way to connect; want one of %s", int(s.Connect), strings.Join(connectNames, ", "))
 	case s.QPType == UC && (s.Op == OpRead || s.Op.Atomic()):
 		return fmt.Errorf("op %s needs a response from the target, and UC has none; use qp_type rc", s.Op)
 	case s.Op.Atomic() && s.Size != 8:
