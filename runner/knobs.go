@@ -214,6 +214,16 @@ var knobs = []knob{
 			}
 			return func(t *rdma.TestSpec) { t.QPType = q }, true
 		})},
+	{Knob{Name: "connect", Type: "exchange or rdma_cm", Default: "exchange",
+		Help: "How the QPs connect: exchange (QPNs and GIDs over the control channel, as perftest) or rdma_cm (through the RDMA connection manager, as applications and perftest -R do)."},
+		"write exchange or rdma_cm", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+			c, err := rdma.ParseConnect(s)
+			if err != nil {
+				l.errorf(n, key, "%q is not a way to connect; %s%s", s, allowed, hint(s, rdma.ConnectNames()))
+				return nil, false
+			}
+			return func(t *rdma.TestSpec) { t.Connect = c }, true
+		})},
 	{Knob{Name: "mtu", Type: "256, 512, 1024, 2048 or 4096", Unit: "bytes", Default: "the ports' active MTU",
 		Help: "Path MTU."},
 		"write 256, 512, 1024, 2048 or 4096 (omit it for the port's active MTU)", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"time"
 
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -45,11 +46,13 @@ func (l *Loopback) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error
 	a, b := rdma.PairConfig(sized,
 		rdma.EndpointConfig{Device: l.Local.Device, Port: l.Local.Port, GIDIndex: l.Local.GIDIndex},
 		rdma.EndpointConfig{Device: l.Peer.Device, Port: l.Peer.Port, GIDIndex: l.Peer.GIDIndex})
-	if l.pair == nil || a != l.cfgA || b != l.cfgB || spec.QP != l.attrs {
+	// A pair connected through the CM is made anew for every run, so
+	// that every run's set-up is measured.
+	if l.pair == nil || a != l.cfgA || b != l.cfgB || spec.QP != l.attrs || spec.Connect == rdma.ConnectCM {
 		if err := l.Close(); err != nil {
 			return nil, err
 		}
-		p, err := rdma.NewLoopbackPair(a, b, spec.QP)
+		p, err := l.connect(spec, a, b)
 		if err != nil {
 			return nil, err
 		}
@@ -57,6 +60,18 @@ func (l *Loopback) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error
 	}
 	return l.pair.Run(ctx, spec)
 }
+
+// connect makes the pair the way spec connects.
+func (l *Loopback) connect(spec rdma.Test, a, b rdma.EndpointConfig) (*rdma.Pair, error) {
+	if spec.Connect == rdma.ConnectCM {
+		return rdma.NewCMPair(a, b, spec.QP, cmStepTimeout)
+	}
+	return rdma.NewLoopbackPair(a, b, spec.QP)
+}
+
+// cmStepTimeout bounds each CM step of a loopback pair, as a session's
+// step bounds a remote one's.
+const cmStepTimeout = 10 * time.Second
 
 // LinkGbps implements Target.
 func (l *Loopback) LinkGbps() float64 { return linkGbps(l.Local) }
