@@ -85,6 +85,8 @@ type Server struct {
 
 	// kept counts the sessions kept between runs (MaxSessions).
 	kept atomic.Int64
+	// cm routes rdma_cm connect requests to sessions; nil until ListenCM.
+	cm atomic.Pointer[cmRouter]
 
 	mu     sync.Mutex
 	served int
@@ -158,6 +160,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		<-ctx.Done()
 		ln.Close()
+	}()
+	defer func() {
+		if r := s.cm.Load(); r != nil {
+			r.close()
+		}
 	}()
 	defer s.wg.Wait()
 	for {
@@ -322,7 +329,16 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		defer s.kept.Add(-1)
 	}
 	folded := req.Folded && idle > 0 && foldable(spec, req.NoCounters)
-	if err := s.send(ctx, c, ctrl.KindSpecOK, specOKMsg{Device: dev, KeepMS: idle.Milliseconds(), Folded: folded}); err != nil {
+	ok := specOKMsg{Device: dev, KeepMS: idle.Milliseconds(), Folded: folded}
+	var cm *cmSession
+	if spec.Connect == rdma.ConnectCM {
+		if cm, err = s.expectCM(ep); err != nil {
+			return fail(err)
+		}
+		defer cm.end()
+		ok.CM = &cm.offer
+	}
+	if err := s.send(ctx, c, ctrl.KindSpecOK, ok); err != nil {
 		return overran(err)
 	}
 
@@ -330,11 +346,11 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 	if err := s.recv(ctx, c, ctrl.KindEndpoints, &theirs); err != nil {
 		return overran(err)
 	}
-	if err := ep.Connect(theirs.info(), spec.QP); err != nil {
+	if err := s.connect(ctx, c, ep, spec, theirs.info(), cm); err != nil {
+		if errors.Is(err, errChannel) {
+			return overran(err)
+		}
 		return fail(err)
-	}
-	if err := s.send(ctx, c, ctrl.KindEndpoints, toWire(ep.Info())); err != nil {
-		return overran(err)
 	}
 	if err := s.recv(ctx, c, ctrl.KindReady, nil); err != nil {
 		return overran(err)
@@ -379,6 +395,28 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		sl.expect(time.Duration(spec.Duration) + s.cfg.StepTimeout)
 		log.Debug("session run", "run", run+1)
 	}
+}
+
+// errChannel marks a failure of the control channel itself.
+var errChannel = errors.New("control channel")
+
+// connect brings ep's QPs to ready-to-send with the client's, and tells
+// the client this side's endpoint: by exchange, the QPs connected first;
+// through the CM, the endpoint sent first, since the client connects
+// once it has it.
+func (s *Server) connect(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, spec rdma.Test, theirs rdma.EndpointInfo, cm *cmSession) error {
+	if cm == nil {
+		if err := ep.Connect(theirs, spec.QP); err != nil {
+			return err
+		}
+	}
+	if err := s.send(ctx, c, ctrl.KindEndpoints, toWire(ep.Info())); err != nil {
+		return fmt.Errorf("%w: %w", errChannel, err)
+	}
+	if cm == nil {
+		return nil
+	}
+	return cm.accept(ctx, c, ep, spec.QP, s.cfg.StepTimeout)
 }
 
 // keep is how long a session whose client asked for asked is kept

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
@@ -37,6 +38,9 @@ type Session struct {
 	// folded: the responder runs the session folded (fold.go); next:
 	// it has prepared the next run, which may start without its Start.
 	folded, next bool
+	// connectStats is the CM set-up of the QPs (connect: rdma_cm), which
+	// the session's first run reports.
+	connectStats *rdma.ConnectStats
 }
 
 // Dial connects to the responder at cfg.Addr and sets up both ends of
@@ -99,6 +103,9 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 	if err := s.recv(ctx, StageSetup, ctrl.KindSpecOK, &ok); err != nil {
 		return nil, err
 	}
+	if spec.Connect == rdma.ConnectCM && ok.CM == nil {
+		return nil, s.wrap(StageSetup, errors.New("the responder offered no rdma_cm connection: it is an rdmarun from before connect: rdma_cm; upgrade it, or use connect: exchange"))
+	}
 	if ok.KeepMS > 0 && keep > 0 {
 		s.idle = min(time.Duration(ok.KeepMS)*time.Millisecond, keep)
 		s.folded = ok.Folded && foldable(spec, cfg.SkipPortCounters)
@@ -111,7 +118,7 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 		return nil, err
 	}
 	s.peer = theirs.info()
-	if err := s.ep.Connect(s.peer, spec.QP); err != nil {
+	if err := s.connect(ok.CM); err != nil {
 		log.Debug("connecting the QPs failed", "err", err, "after", since())
 		return nil, err
 	}
@@ -119,6 +126,26 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 	s.last = time.Now()
 	log.Debug("QPs connected", "peer_device", s.peer.Device, "peer_gid", s.peer.GID.String(), "kept_for", s.idle, "after", since())
 	return s, nil
+}
+
+// connect brings the QPs to ready-to-send with the responder's: by
+// exchange, or through the CM to the address the responder offered,
+// each request naming the session's nonce and its QP.
+func (s *Session) connect(offer *cmOffer) error {
+	if s.spec.Connect != rdma.ConnectCM {
+		return s.ep.Connect(s.peer, s.spec.QP)
+	}
+	addr, err := netip.ParseAddrPort(offer.Addr)
+	if err != nil || len(offer.Nonce) != cmNonceLen {
+		return s.wrap(StageSetup, fmt.Errorf("the responder's rdma_cm offer (%q, a %d-byte nonce) is not an address and an %d-byte nonce", offer.Addr, len(offer.Nonce), cmNonceLen))
+	}
+	var nonce cmNonce
+	copy(nonce[:], offer.Nonce)
+	if err := s.ep.ConnectCM(addr, func(qp int) []byte { return cmPrivate(nonce, qp) }, s.spec.QP, s.step); err != nil {
+		return err
+	}
+	s.connectStats = rdma.NewConnectStats(s.ep.CMTimes())
+	return nil
 }
 
 // Setup is how long Dial took: the endpoint, the control channel and its
@@ -266,7 +293,9 @@ func (s *Session) assemble(ctx context.Context, mine *rdma.SideResult, localErr 
 	spec := s.spec
 	spec.QP = s.ep.Attrs()
 	s.log.Debug("test done", "run", s.runs+1, "after", since())
-	return rdma.Assemble(spec, s.ep.Info(), s.peer, mine, theirRes.Side), nil
+	res := rdma.Assemble(spec, s.ep.Info(), s.peer, mine, theirRes.Side)
+	res.Connect, s.connectStats = s.connectStats, nil
+	return res, nil
 }
 
 // Close ends the session and frees the control channel, then the

@@ -61,6 +61,9 @@ type specOKMsg struct {
 	KeepMS int64 `json:"keep_ms,omitempty"`
 	// Folded: the responder runs the session folded, as asked.
 	Folded bool `json:"folded,omitempty"`
+	// CM, for a spec with connect: rdma_cm, is where and how the client
+	// connects its QPs. A responder from before the CM sends none.
+	CM *cmOffer `json:"cm,omitempty"`
 }
 
 // endpointMsg carries what EndpointInfo keeps out of reports: the PSNs,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -24,6 +25,8 @@ import (
 // serveCmd is the responder daemon: clients push whole test specs to it.
 type serveCmd struct {
 	listen    string
+	cmPort    int
+	noCM      bool
 	device    string
 	port      int
 	gidIndex  string
@@ -49,6 +52,8 @@ func newServeCmd(app *kingpin.Application) *serveCmd {
 	c := &serveCmd{}
 	cmd := app.Command("serve", "Answer tests from rdmarun clients (the responder daemon). Clients send every test setting; the responder needs only its device.")
 	cmd.Flag("listen", "Control channel address.").Default(":" + peer.DefaultPort).StringVar(&c.listen)
+	cmd.Flag("cm-port", "Port to listen on for rdma_cm connections (tests with connect: rdma_cm), on every RDMA device's addresses; 0 lets the CM pick one. On iWARP it is a TCP port.").Default(strconv.Itoa(peer.DefaultCMPort)).IntVar(&c.cmPort)
+	cmd.Flag("no-cm", "Do not listen for rdma_cm connections; tests with connect: rdma_cm are refused, naming this flag.").BoolVar(&c.noCM)
 	cmd.Flag("device", "RDMA device to answer on (default: the first ACTIVE one); a client may ask for another.").StringVar(&c.device)
 	cmd.Flag("port", "RDMA port.").Default("1").IntVar(&c.port)
 	cmd.Flag("gid-index", "GID index, or auto.").Default("auto").StringVar(&c.gidIndex)
@@ -148,10 +153,14 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	if err != nil {
 		return &exitError{exitInvalid, err}
 	}
+	if c.cmPort < 0 || c.cmPort > 65535 {
+		return &exitError{exitInvalid, fmt.Errorf("--cm-port %d: want a port from 0 to 65535", c.cmPort)}
+	}
 	ln, err := ctrl.Listen(c.listen, tlsCfg)
 	if err != nil {
 		return &exitError{exitEnvironment, err}
 	}
+	c.listenCM(srv, log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Registered before serving: a SIGHUP's default action ends the process.
@@ -177,6 +186,23 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	served, failed := srv.Stats()
 	log.Info("stopped", "tests", served, "failed", failed)
 	return nil
+}
+
+// listenCM starts the responder's rdma_cm listener. One that cannot
+// start leaves the responder serving connect: exchange tests, which is
+// all a host without librdmacm's kernel module (rdma_ucm) can do; the
+// warning says why, and so does each refused connect: rdma_cm test.
+func (c *serveCmd) listenCM(srv *peer.Server, log *slog.Logger) {
+	if c.noCM {
+		log.Info("not listening for rdma_cm connections (--no-cm)")
+		return
+	}
+	addr, err := srv.ListenCM(netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(c.cmPort)))
+	if err != nil {
+		log.Warn("not listening for rdma_cm connections; tests with connect: rdma_cm will be refused", "cm_port", c.cmPort, "err", err)
+		return
+	}
+	log.Info("listening for rdma_cm connections", "cm_listen", addr.String())
 }
 
 // checkLimits checks the limits a client cannot exceed and returns
