@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net/netip"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -83,6 +84,14 @@ func serveResponder(ctx context.Context, cfg config.Responder, device, token str
 	ln, err := ctrl.Listen(cfg.Listen, tlsCfg)
 	if err != nil {
 		return err
+	}
+	if cfg.CMPort >= 0 {
+		addr, err := srv.ListenCM(netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(cfg.CMPort)))
+		if err != nil {
+			logger.Warn("responder not listening for rdma_cm connections; probes with connect: rdma_cm will be refused", "cm_port", cfg.CMPort, "err", err)
+		} else {
+			logger.Info("responder listening for rdma_cm connections", "cm_listen", addr.String())
+		}
 	}
 	go func() {
 		if err := srv.Serve(ctx, ln); err != nil {

@@ -54,7 +54,7 @@ func TestLoadGood(t *testing.T) {
 			MaxProbeSeries:     2000,
 		},
 		Responder: Responder{
-			Listen: "127.0.0.1:9999", Device: "rxe0", TokenFile: "testdata/token",
+			Listen: "127.0.0.1:9999", CMPort: 18521, Device: "rxe0", TokenFile: "testdata/token",
 			TLS:           TLS{CertFile: "testdata/tls/cert.pem", KeyFile: "testdata/tls/key.pem", ClientCAFile: "/etc/ca.pem"},
 			MaxConcurrent: 8, MaxMemory: "256MiB", maxMemory: 256 << 20, MaxQPs: 64, MaxTest: 2 * time.Minute,
 		},
@@ -91,7 +91,7 @@ func TestParseDefaults(t *testing.T) {
 		if c.Targets.MaxProbesPerSecond != 10 || c.Targets.Jitter != 0.1 || c.Targets.MaxPerModule != 1000 || c.Targets.MaxProbeSeries != 5000 {
 			t.Errorf("Parse(%q) targets = %+v, want rate 10, jitter 0.1, max_per_module 1000, max_probe_series 5000", in, c.Targets)
 		}
-		if want := (Responder{Enabled: true, Listen: ":18520", MaxConcurrent: 4, MaxMemory: "1GiB", maxMemory: 1 << 30, MaxQPs: 64, MaxTest: 10 * time.Minute}); c.Responder != want {
+		if want := (Responder{Enabled: true, Listen: ":18520", CMPort: 18521, MaxConcurrent: 4, MaxMemory: "1GiB", maxMemory: 1 << 30, MaxQPs: 64, MaxTest: 10 * time.Minute}); c.Responder != want {
 			t.Errorf("Parse(%q) responder = %+v, want %+v", in, c.Responder, want)
 		}
 	}

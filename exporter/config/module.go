@@ -18,7 +18,10 @@ type Module struct {
 	Mode  rdma.Mode
 	Sizes []int // bytes
 	QP    QP
-	Count int // latency probes per size and round
+	// Connect is how a probe's QPs connect: by exchange, or through the
+	// CM, whose set-up each new session records.
+	Connect rdma.Connect
+	Count   int // latency probes per size and round
 	// Warmup is the round trips each latency probe makes before its
 	// Count measured ones, which are not recorded.
 	Warmup   int
@@ -91,6 +94,7 @@ func (m Module) tests() ([]rdma.Test, error) {
 		Op:           m.Op,
 		Mode:         m.Mode,
 		QPType:       m.QP.Type,
+		Connect:      m.Connect,
 		StallTimeout: m.stallTimeout(),
 		QP:           m.QP.settings(),
 	}
@@ -136,6 +140,7 @@ var (
 		// WRITE gets no completion, so a write ping-pong cannot run there.
 		Op:       "write_imm",
 		Mode:     "event", // a probing daemon must not burn a core polling
+		Connect:  "exchange",
 		QP:       defaultQP,
 		Count:    10,
 		Interval: 15 * time.Second,
@@ -175,6 +180,7 @@ type moduleYAML struct {
 	Sizes     []string       `yaml:"sizes"`
 	Mode      string         `yaml:"mode"`
 	QP        qpYAML         `yaml:"qp"`
+	Connect   string         `yaml:"connect"`
 	Count     int            `yaml:"count"`
 	Warmup    *int           `yaml:"warmup"` // nil: defaultWarmup(count)
 	Interval  time.Duration  `yaml:"interval"`
@@ -233,9 +239,14 @@ func (m moduleYAML) module() (Module, error) {
 	if err != nil {
 		return Module{}, err
 	}
+	connect, err := rdma.ParseConnect(m.Connect)
+	if err != nil {
+		return Module{}, err
+	}
 	out := Module{
 		Op:       op,
 		Mode:     mode,
+		Connect:  connect,
 		QP:       QP{Type: qpType, Timeout: m.QP.Timeout, RetryCnt: m.QP.RetryCnt, RNRRetry: m.QP.RNRRetry, MTU: m.QP.MTU},
 		Count:    m.Count,
 		Interval: m.Interval,

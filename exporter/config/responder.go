@@ -14,8 +14,11 @@ import (
 // Responder is the in-process responder that lets other exporters probe
 // this node.
 type Responder struct {
-	Enabled   bool   `yaml:"enabled"`
-	Listen    string `yaml:"listen"`
+	Enabled bool   `yaml:"enabled"`
+	Listen  string `yaml:"listen"`
+	// CMPort is where it listens for rdma_cm connections (probes of a
+	// module with connect: rdma_cm); 0 lets the CM pick, -1 turns it off.
+	CMPort    int    `yaml:"cm_port"`
 	Device    string `yaml:"device"`
 	TokenFile string `yaml:"token_file"`
 	TLS       TLS    `yaml:"tls"`
@@ -59,7 +62,7 @@ func (t TLS) Ctrl() ctrl.TLSConfig {
 
 // defaultResponder is what a responder takes for absent keys.
 var defaultResponder = Responder{
-	Enabled: true, Listen: ":18520",
+	Enabled: true, Listen: ":18520", CMPort: peer.DefaultCMPort,
 	MaxConcurrent: 4, MaxMemory: "1GiB", maxMemory: 1 << 30, MaxQPs: 64, MaxTest: 10 * time.Minute,
 }
 
@@ -75,6 +78,9 @@ func (r *Responder) UnmarshalYAML(unmarshal func(any) error) error {
 	}
 	if err := r.checkLimits(); err != nil {
 		return fmt.Errorf("responder: %w", err)
+	}
+	if r.CMPort < -1 || r.CMPort > 65535 {
+		return fmt.Errorf("responder: cm_port: %d is not a port; write one from 0 to 65535 (0: the CM picks), or -1 for no rdma_cm listener", r.CMPort)
 	}
 	tls := r.TLS
 	if (tls.CertFile == "") != (tls.KeyFile == "") {
