@@ -485,6 +485,14 @@ func (l *loader) checkApplies(t *Threshold, n *yaml.Node, c *Case) bool {
 		l.errorf(n, "pass", "%s is not measured by this case (measure: %s); use %s, or measure both", strings.Join(names, ", "), have, use)
 		return false
 	}
+	if c.Spec.Connect != rdma.ConnectCM {
+		for _, name := range t.names {
+			if slices.Contains(setupNames, name) {
+				l.errorf(n, "pass", "%s: this case connects by %s, which has no CM set-up to time; set connect: rdma_cm", name, c.Spec.Connect)
+				return false
+			}
+		}
+	}
 	if !c.Op.OneWay() {
 		for _, name := range t.names {
 			if strings.HasPrefix(name, "one_way_") {

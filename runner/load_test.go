@@ -105,7 +105,7 @@ invalid-size-range.yaml:6:12: sizes: from 8MiB is larger than to 4KiB; write fro
 invalid-size-range.yaml:10:43: factor: 1 would not grow the size; write a number larger than 1, such as 2
 invalid-size-range.yaml:14:12: sizes: the range from 1B to 1MiB by 1.1 has more than 64 sizes; raise factor or narrow the range`},
 		{file: "invalid-unknown-name.yaml", want: `
-invalid-unknown-name.yaml:6:11: pass: unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`},
+invalid-unknown-name.yaml:6:11: pass: unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, counter("name")`},
 		{file: "invalid-not-boolean.yaml", want: `
 invalid-not-boolean.yaml:6:11: pass: "p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`},
 		{file: "invalid-read-uc.yaml", want: `
@@ -125,7 +125,8 @@ invalid-mode-typo.yaml:6:11: mode: "busypoll" is not a mode; write busy_poll, ev
 		{file: "invalid-threshold-kind.yaml", want: `
 invalid-threshold-kind.yaml:6:11: pass: p99 is not measured by this case (measure: bandwidth); use bw_gbps, bw_gib or msg_rate, or measure both
 invalid-threshold-kind.yaml:10:11: pass: one_way_p99: op read is request-response, so only its round trip is measured; use p99
-invalid-threshold-kind.yaml:14:11: pass: "p99 < 5us && bw_gbps > 10" reads latency (p99) and bandwidth (bw_gbps), but each run measures one of them; write two conditions in a list`},
+invalid-threshold-kind.yaml:14:11: pass: "p99 < 5us && bw_gbps > 10" reads latency (p99) and bandwidth (bw_gbps), but each run measures one of them; write two conditions in a list
+invalid-threshold-kind.yaml:18:11: pass: connect_p99: this case connects by exchange, which has no CM set-up to time; set connect: rdma_cm`},
 		{file: "invalid-override.yaml", overrides: map[string]string{"iter": "5"}, want: `
 invalid-override.yaml:2:1: vars: override "iter" names no variable of this scenario; did you mean "iters"?`},
 		{file: "invalid-syntax.yaml", want: `

@@ -72,6 +72,23 @@ type Env struct {
 	PauseRxUs   float64 `expr:"pause_rx_us"`
 	PauseTxUs   float64 `expr:"pause_tx_us"`
 
+	// Connection set-up through the CM, over the run's QPs as the
+	// requester timed them, microseconds: address resolution, route
+	// resolution, connect (request sent to ESTABLISHED) and the three
+	// together. A run connected by exchange has none (see setupError).
+	ResolveAddrP50  float64 `expr:"resolve_addr_p50"`
+	ResolveAddrP99  float64 `expr:"resolve_addr_p99"`
+	ResolveAddrMax  float64 `expr:"resolve_addr_max"`
+	ResolveRouteP50 float64 `expr:"resolve_route_p50"`
+	ResolveRouteP99 float64 `expr:"resolve_route_p99"`
+	ResolveRouteMax float64 `expr:"resolve_route_max"`
+	ConnectP50      float64 `expr:"connect_p50"`
+	ConnectP99      float64 `expr:"connect_p99"`
+	ConnectMax      float64 `expr:"connect_max"`
+	SetupP50        float64 `expr:"setup_p50"`
+	SetupP99        float64 `expr:"setup_p99"`
+	SetupMax        float64 `expr:"setup_max"`
+
 	// Counter returns a port counter's delta over the run, summed over the
 	// two sides: counter("rnr_nak_retry_err"). A name may be prefixed with
 	// "counters/" or "hw_counters/" to pick the directory, or with
@@ -84,6 +101,8 @@ type Env struct {
 	// zero (see Eval). NewEnv sets it; an Env built by hand without
 	// Counter has no counters at all.
 	unreported map[string]error
+	// hasSetup says the run carries CM set-up times.
+	hasSetup bool
 }
 
 type metricKind int
@@ -133,6 +152,18 @@ var envNames = []envName{
 	{portstats.PauseTx, "", anyRun, "pause frames sent (we stopped the peer), all priorities, both sides"},
 	{portstats.PauseRxUs, "us", anyRun, "time stopped by pause frames received, both sides"},
 	{portstats.PauseTxUs, "us", anyRun, "time the peer was asked to stop by pause frames sent, both sides"},
+	{"resolve_addr_p50", "us", anyRun, "median CM address resolution (rdma_resolve_addr), over the QPs; connect: rdma_cm"},
+	{"resolve_addr_p99", "us", anyRun, "99th percentile CM address resolution, over the QPs"},
+	{"resolve_addr_max", "us", anyRun, "slowest CM address resolution"},
+	{"resolve_route_p50", "us", anyRun, "median CM route resolution (rdma_resolve_route), over the QPs"},
+	{"resolve_route_p99", "us", anyRun, "99th percentile CM route resolution, over the QPs"},
+	{"resolve_route_max", "us", anyRun, "slowest CM route resolution"},
+	{"connect_p50", "us", anyRun, "median CM connect (rdma_connect to ESTABLISHED), over the QPs"},
+	{"connect_p99", "us", anyRun, "99th percentile CM connect, over the QPs"},
+	{"connect_max", "us", anyRun, "slowest CM connect"},
+	{"setup_p50", "us", anyRun, "median set-up of a QP through the CM (the three steps together)"},
+	{"setup_p99", "us", anyRun, "99th percentile set-up of a QP through the CM"},
+	{"setup_max", "us", anyRun, "slowest set-up of a QP through the CM"},
 	{"counter", "", anyRun, `counter("name"): a port counter's delta, both sides`},
 }
 
@@ -143,6 +174,14 @@ var retryCounters = []string{
 	"retry_exceeded_err", "retry_rnr_exceeded_err", "rcvd_rnr_err", "send_rnr_err",
 	"local_ack_timeout_err", "packet_seq_err", "out_of_sequence", "implied_nak_seq_err",
 	"rnr_nak_retry_err",
+}
+
+// setupNames are the names that read CM set-up times.
+var setupNames = []string{
+	"resolve_addr_p50", "resolve_addr_p99", "resolve_addr_max",
+	"resolve_route_p50", "resolve_route_p99", "resolve_route_max",
+	"connect_p50", "connect_p99", "connect_max",
+	"setup_p50", "setup_p99", "setup_max",
 }
 
 // knownNames lists the names a threshold may use, in documentation order.
@@ -356,6 +395,9 @@ func (t *Threshold) Eval(env Env) (bool, error) {
 		if err := env.categoryError(name); err != nil {
 			return false, fmt.Errorf("threshold %q: %w", t.src, err)
 		}
+		if err := env.setupError(name); err != nil {
+			return false, fmt.Errorf("threshold %q: %w", t.src, err)
+		}
 	}
 	if env.Counter == nil {
 		env.Counter = noCounters
@@ -391,6 +433,15 @@ func (e Env) categoryError(name string) error {
 	return e.unreported[name]
 }
 
+// setupError says why a set-up name cannot be judged: the run connected
+// without the CM, so a zero would pass any bound.
+func (e Env) setupError(name string) error {
+	if e.hasSetup || !slices.Contains(setupNames, name) {
+		return nil
+	}
+	return fmt.Errorf("%s: this run has no CM set-up times (it connected by exchange; set connect: rdma_cm)", name)
+}
+
 // Values returns the numbers the condition read, keyed by name, so a
 // report can show what a verdict was based on: {"p99": 4.2}. counter()
 // calls appear as counter("name"); string names (mode, op), and counters
@@ -398,7 +449,7 @@ func (e Env) categoryError(name string) error {
 func (t *Threshold) Values(env Env) map[string]float64 {
 	out := map[string]float64{}
 	for _, name := range t.names {
-		if env.categoryError(name) != nil {
+		if env.categoryError(name) != nil || env.setupError(name) != nil {
 			continue
 		}
 		switch v, _ := env.Value(name); v := v.(type) {
@@ -465,6 +516,14 @@ func NewEnv(res *rdma.Result, linkGbps float64) Env {
 		if o := l.OneWay; o != nil {
 			e.OneWayP50, e.OneWayP99 = us(o.P50), us(o.P99)
 		}
+	}
+	if c := res.Connect; c != nil && len(c.QPs) > 0 {
+		us := func(ns float64) float64 { return ns / 1e3 }
+		e.hasSetup = true
+		e.ResolveAddrP50, e.ResolveAddrP99, e.ResolveAddrMax = us(c.ResolveAddr.P50), us(c.ResolveAddr.P99), us(c.ResolveAddr.Max)
+		e.ResolveRouteP50, e.ResolveRouteP99, e.ResolveRouteMax = us(c.ResolveRoute.P50), us(c.ResolveRoute.P99), us(c.ResolveRoute.Max)
+		e.ConnectP50, e.ConnectP99, e.ConnectMax = us(c.Connect.P50), us(c.Connect.P99), us(c.Connect.Max)
+		e.SetupP50, e.SetupP99, e.SetupMax = us(c.Total.P50), us(c.Total.P99), us(c.Total.Max)
 	}
 	if b := res.Bandwidth; b != nil {
 		for _, d := range b.Directions {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmarun/rdmarun/portstats"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -44,10 +45,10 @@ func TestRewriteDurations(t *testing.T) {
 func TestCompileThresholdErrors(t *testing.T) {
 	for src, want := range map[string]string{
 		"":                 "empty condition; write one such as p99 < 5us && errors == 0",
-		"p98 < 5us":        `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`,
-		"bw_gpbs > 1":      `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`,
-		"latency < 5":      `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`,
-		"pause_rxus < 1ms": `unknown name pause_rxus (did you mean pause_rx_us?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, counter("name")`,
+		"p98 < 5us":        `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, counter("name")`,
+		"bw_gpbs > 1":      `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, counter("name")`,
+		"latency < 5":      `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, counter("name")`,
+		"pause_rxus < 1ms": `unknown name pause_rxus (did you mean pause_rx_us?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, counter("name")`,
 		"p99 * 2":          `"p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`,
 		"errors":           `"errors" is a number, not true or false; write a comparison such as p99 < 5us`,
 		"mode":             `"mode" is a string, not true or false; write a comparison such as p99 < 5us`,
@@ -291,4 +292,41 @@ func FuzzCompileThreshold(f *testing.F) {
 			_ = th.Values(env)
 		}
 	})
+}
+
+// TestSetupNames: the set-up names read the CM times of the run's QPs in
+// microseconds, nearest rank over the QPs; a run without CM times fails
+// the condition rather than reading 0.
+func TestSetupNames(t *testing.T) {
+	ms := time.Millisecond
+	var qps []rdma.CMTimes
+	for i := range 100 {
+		d := time.Duration(i+1) * 10 * time.Microsecond
+		qps = append(qps, rdma.CMTimes{ResolveAddr: d, ResolveRoute: 2 * d, Connect: ms + d})
+	}
+	res := &rdma.Result{Connect: rdma.NewConnectStats(qps)}
+	env := NewEnv(res, 0)
+	for src, want := range map[string]bool{
+		"resolve_addr_p50 == 500us && resolve_addr_p99 == 990us && resolve_addr_max == 1ms": true,
+		"resolve_route_p50 == 1ms && resolve_route_max == 2ms":                              true,
+		"connect_p50 == 1.5ms && connect_p99 == 1.99ms && connect_max == 2ms":               true,
+		"setup_p50 == 3ms && setup_max == 5ms":                                              true,
+		"connect_p99 < 1ms":                                                                 false,
+	} {
+		got, err := MustCompileThreshold(src).Eval(env)
+		if err != nil || got != want {
+			t.Errorf("Eval(%q) = %v, %v; want %v", src, got, err, want)
+		}
+	}
+	if v := MustCompileThreshold("setup_p99 < 10ms").Values(env); v["setup_p99"] != 4960 {
+		t.Errorf("Values = %v, want setup_p99 4960", v)
+	}
+	th := MustCompileThreshold("connect_p99 < 5ms")
+	_, err := th.Eval(NewEnv(&rdma.Result{}, 0))
+	if err == nil || !strings.Contains(err.Error(), "connect_p99: this run has no CM set-up times") {
+		t.Errorf("a run without CM times: %v", err)
+	}
+	if v := th.Values(NewEnv(&rdma.Result{}, 0)); len(v) != 0 {
+		t.Errorf("Values of a run without CM times = %v, want none", v)
+	}
 }

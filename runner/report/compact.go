@@ -75,6 +75,12 @@ func Compact(w io.Writer, r *Report) error {
 			return err
 		}
 	}
+	if rows := cmSetupRows(r.Runs); len(rows) > 0 {
+		fmt.Fprintln(w)
+		if err := cmSetupText(w, r.Runs, ""); err != nil {
+			return err
+		}
+	}
 	problems(w, r.Runs, "")
 	categoriesText(w, r.Runs, "")
 	summary(w, r)
@@ -95,14 +101,16 @@ func firstResult(runs []Run) *rdma.Result {
 func describeTest(w io.Writer, res *rdma.Result, runs []Run) {
 	s := res.Spec
 	measure := s.Measure.String()
-	if runs[0].Spec.Measure != runs[len(runs)-1].Spec.Measure {
-		measure = "latency and bandwidth"
+	for _, run := range runs {
+		if run.Spec.Measure != s.Measure {
+			measure = "latency and bandwidth"
+		}
 	}
 	q, rq, rs := s.QP, res.Requester, res.Responder
 	fmt.Fprintf(w, "%s %s, %s port %d (GID %d, %s) -> %s port %d (GID %d), %s, path MTU %d B, %s, %d QP(s) on %d thread(s) per side\n",
 		s.Op, measure, rq.Device, rq.Port, rq.GIDIndex, rq.GIDType,
 		rs.Device, rs.Port, rs.GIDIndex, strings.ToUpper(s.QPType.String()), q.MTU, s.Mode, s.QPs, s.Threads)
-	fmt.Fprintf(w, "QP: timeout %d, retry_cnt %d, rnr_retry %d; inline up to %d B.\n", q.Timeout, q.RetryCnt, q.RNRRetry, s.Inline)
+	fmt.Fprintf(w, "QP: timeout %d, retry_cnt %d, rnr_retry %d; inline up to %d B; connected by %s.\n", q.Timeout, q.RetryCnt, q.RNRRetry, s.Inline, s.Connect)
 }
 
 func latencyTable(w io.Writer, runs []Run, leadHdr string, lead func(Run) string) error {

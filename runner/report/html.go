@@ -19,7 +19,7 @@ import (
 // tables name each run's pair; it has no charts against message size,
 // whose lines would mix every pair's runs.
 func HTML(w io.Writer, r *Report) error {
-	page := htmlPage{R: r}
+	page := htmlPage{R: r, SetupHeader: cmSetupHeader}
 	if r.Fleet != nil {
 		page.Fleet = fleetHTML(r)
 	}
@@ -52,9 +52,10 @@ func HTML(w io.Writer, r *Report) error {
 }
 
 type htmlPage struct {
-	R     *Report
-	Fleet template.HTML // the heat maps and suspects of a fleet report
-	Cases []htmlCase
+	R           *Report
+	SetupHeader []string
+	Fleet       template.HTML // the heat maps and suspects of a fleet report
+	Cases       []htmlCase
 }
 
 type htmlCase struct {
@@ -139,12 +140,13 @@ func tick(y float64) string {
 }
 
 var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"size":  func(n int) string { return units.FormatBytes(uint64(n)) },
-	"us":    func(ns float64) string { return units.Micros(ns) },
-	"vals":  valuesText,
-	"pair":  pairText,
-	"where": checkWhere,
-	"sides": runCategories,
+	"size":    func(n int) string { return units.FormatBytes(uint64(n)) },
+	"us":      func(ns float64) string { return units.Micros(ns) },
+	"vals":    valuesText,
+	"pair":    pairText,
+	"where":   checkWhere,
+	"sides":   runCategories,
+	"cmSetup": cmSetupRows,
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>rdmarun: {{.R.Scenario}}</title>
 <style>
@@ -153,7 +155,7 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 th{background:#f4f4f4}.passed{color:#176617}.failed,.error{color:#b00020;font-weight:bold}.skipped{color:#777}
 svg.chart{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.axis{stroke:#444}.tick{font-size:11px;fill:#444}
 .title{font-size:13px;font-weight:bold}.legend{font-size:11px}
-table.categories{display:inline-table;vertical-align:top;margin:0 1em 1em 0}table.categories caption{font-weight:bold;text-align:left}table.categories th,table.categories td.skipped{text-align:left}{{if .R.Fleet}}
+table.setup caption{font-weight:bold;text-align:left}table.categories{display:inline-table;vertical-align:top;margin:0 1em 1em 0}table.categories caption{font-weight:bold;text-align:left}table.categories th,table.categories td.skipped{text-align:left}{{if .R.Fleet}}
 svg.heatmap{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.heatmap .val{font-size:12px;text-anchor:middle}
 .heatmap .mark{font-size:10px;font-weight:bold;text-anchor:middle}table.suspects td{vertical-align:top}{{end}}
 </style></head><body>
@@ -176,7 +178,9 @@ svg.heatmap{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.heatmap .val{font-si
 {{range .Runs}}<tr>{{if $.R.Fleet}}<td>{{pair .Pair}}</td><td>{{with .Pair}}{{.Round}}{{else}}-{{end}}</td>{{end}}<td>{{size .Spec.Size}}</td><td>{{.Spec.Measure}}</td><td>{{.Spec.QPs}}</td><td>{{.Spec.Mode}}</td>
 {{with .Result}}{{with .Latency}}<td>{{us .RTT.P50}}</td><td>{{us .RTT.P99}}</td><td>{{us .RTT.P999}}</td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}{{with .Bandwidth}}<td>{{range .Directions}}{{printf "%.3f " .Gbps}}{{end}}</td>{{else}}<td>-</td>{{end}}{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}
 <td class="{{.Status}}">{{.Status}}</td><td style="text-align:left">{{range .Verdicts}}<div class="{{if .Passed}}passed{{else}}failed{{end}}">{{.Expr}}{{vals .}}</div>{{end}}{{if .Error}}<div class="error">{{.Error}}</div>{{end}}</td></tr>
-{{end}}</table>{{range .Runs}}{{$run := .}}{{with sides .}}
+{{end}}</table>{{with cmSetup .Runs}}<table class="setup"><caption>Connection set-up through rdma_cm, per QP as the requester timed it, microseconds</caption><tr>{{range $.SetupHeader}}<th>{{.}}</th>{{end}}</tr>
+{{range .}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}{{range .Runs}}{{$run := .}}{{with sides .}}
 <div class="counters"><h3>Counters, {{with $run.Pair}}{{pair .}} {{end}}{{$run.Label}}</h3>
 {{range .}}<table class="categories"><caption>{{.Role}} {{.Device}}</caption>{{with .Absent}}<tr><td class="skipped">{{.}}</td></tr>{{end}}{{range .Rows}}<tr><th>{{.Name}}</th>{{if .Why}}<td class="skipped">not reported: {{.Why}}</td>{{else}}<td>{{.Value}}</td>{{end}}</tr>{{end}}</table>
 {{end}}</div>{{end}}{{end}}</section>

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rdmarun/rdmarun/rdma"
 )
 
 // JUnit XML, written by hand rather than with a JUnit library: each
@@ -150,6 +152,18 @@ func properties(run Run) []junitProperty {
 				p = append(p, junitProperty{fmt.Sprintf("direction%d", i), d.From + "->" + d.To},
 					junitProperty{fmt.Sprintf("direction%d_bytes_per_second", i), fmt.Sprint(d.BytesPerSecond)})
 			}
+		}
+	}
+	if res := run.Result; res != nil && res.Connect != nil {
+		c := res.Connect
+		for _, step := range []struct {
+			name string
+			s    rdma.Summary
+		}{{"resolve_addr", c.ResolveAddr}, {"resolve_route", c.ResolveRoute}, {"connect", c.Connect}, {"setup", c.Total}} {
+			p = append(p,
+				junitProperty{step.name + "_p50_seconds", fmt.Sprint(step.s.P50 / 1e9)},
+				junitProperty{step.name + "_p99_seconds", fmt.Sprint(step.s.P99 / 1e9)},
+				junitProperty{step.name + "_max_seconds", fmt.Sprint(step.s.Max / 1e9)})
 		}
 	}
 	p = append(p, categoryProperties(run)...)

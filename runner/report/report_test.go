@@ -61,6 +61,14 @@ func fixture() *Report {
 	spec := func(m rdma.Measure, size, qps int, mode rdma.Mode) rdma.Test {
 		return complete(rdma.TestSpec{Op: rdma.OpWrite, Measure: m, Size: size, QPs: qps, Mode: mode, Iterations: 1000})
 	}
+	// Two QPs connected through the CM, times as the requester took them.
+	cmSpec := complete(rdma.TestSpec{Op: rdma.OpWrite, Size: 2, QPs: 2, Connect: rdma.ConnectCM, Iterations: 1000})
+	cmRun := lat(2, 40000, 90000)
+	cmRun.Spec = cmSpec
+	cmRun.Connect = rdma.NewConnectStats([]rdma.CMTimes{
+		{ResolveAddr: 120 * time.Microsecond, ResolveRoute: 80 * time.Microsecond, Connect: 1800 * time.Microsecond},
+		{ResolveAddr: 90 * time.Microsecond, ResolveRoute: 60 * time.Microsecond, Connect: 2400 * time.Microsecond},
+	})
 	r := &Report{
 		Schema: Schema, Tool: "rdmarun test", Scenario: "fixture", File: "scenarios/fixture.yaml", Peer: "loopback",
 		Started: start, Finished: start.Add(42 * time.Second),
@@ -77,6 +85,8 @@ func fixture() *Report {
 			{Case: "write-bw", Index: 2, Status: Passed, Spec: spec(rdma.MeasureBandwidth, 4096, 1, rdma.ModeEvent), Result: bw(4096, 2e7), Seconds: 3},
 			{Case: "write-bw", Index: 3, Status: Errored, Spec: spec(rdma.MeasureBandwidth, 65536, 4, rdma.ModeEvent), Error: "completion error RETRY_EXC_ERR (status 12) on rxe1", Seconds: 4},
 			{Case: "write-bw", Index: 4, Status: Skipped, Spec: spec(rdma.MeasureBandwidth, 1<<20, 4, rdma.ModeEvent)},
+			{Case: "write-cm", Index: 5, Status: Passed, Spec: cmSpec, Result: cmRun, Seconds: 1,
+				Verdicts: []Verdict{{Expr: "connect_p99 < 5ms", Passed: true, Values: map[string]float64{"connect_p99": 2400}}}},
 		},
 		Stopped: "abort_on_fail in case write-bw", StopReason: StopAbortOnFail,
 		Doctor: []DoctorEnd{
@@ -118,7 +128,7 @@ func TestWriters(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	s := fixture().Summary
-	if s != (Summary{Runs: 5, Passed: 2, Failed: 1, Errors: 1, Skipped: 1}) {
+	if s != (Summary{Runs: 6, Passed: 3, Failed: 1, Errors: 1, Skipped: 1}) {
 		t.Errorf("summary %+v", s)
 	}
 }
@@ -134,7 +144,7 @@ func TestJUnitParses(t *testing.T) {
 	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("not XML: %v", err)
 	}
-	if got.Tests != 5 || got.Failures != 1 || got.Errors != 1 || got.Skipped != 1 || len(got.Suites) != 2 {
+	if got.Tests != 6 || got.Failures != 1 || got.Errors != 1 || got.Skipped != 1 || len(got.Suites) != 3 {
 		t.Errorf("totals %+v", got)
 	}
 	f := got.Suites[0].Cases[1].Failure
@@ -159,7 +169,8 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Schema != Schema || len(back.Runs) != 5 || back.Runs[1].Verdicts[0].Values["p99"] != 900 || back.Runs[0].Result.Latency.OneWay.P50 != 20000 {
+	if back.Schema != Schema || len(back.Runs) != 6 || back.Runs[1].Verdicts[0].Values["p99"] != 900 || back.Runs[0].Result.Latency.OneWay.P50 != 20000 ||
+		back.Runs[5].Result.Connect == nil || back.Runs[5].Result.Connect.Connect.P99 != 2.4e6 || len(back.Runs[5].Result.Connect.QPs) != 2 || back.Runs[5].Spec.Connect != rdma.ConnectCM {
 		t.Errorf("round trip lost data: %+v", back)
 	}
 }
@@ -170,8 +181,11 @@ func TestHTMLCharts(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := b.String()
-	if n := strings.Count(html, `<svg class="chart"`); n != 2 {
-		t.Errorf("%d charts, want 2 (latency for one case, bandwidth for the other)", n)
+	if n := strings.Count(html, `<svg class="chart"`); n != 3 {
+		t.Errorf("%d charts, want 3 (latency for two cases, bandwidth for the third)", n)
+	}
+	if !strings.Contains(html, "<caption>Connection set-up through rdma_cm") || !strings.Contains(html, "<td>2400.00</td>") {
+		t.Error("the page lacks the CM set-up table of case write-cm")
 	}
 	for _, s := range []string{"<script", "http://", "https://"} {
 		if strings.Contains(html, s) {

@@ -55,6 +55,9 @@ func caseTable(w io.Writer, c CaseRuns, leadHeader []string, lead func(Run) []st
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := cmSetupText(w, c.Runs, "  "); err != nil {
+		return err
+	}
 	problems(w, c.Runs, "  ")
 	categoriesText(w, c.Runs, "  ")
 	return nil
