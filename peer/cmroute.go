@@ -176,6 +176,14 @@ func (s *Server) ListenCM(addr netip.AddrPort) (netip.AddrPort, error) {
 	return l.Addr(), nil
 }
 
+// CloseCM stops the CM listener ListenCM started, if any; Serve does
+// when it ends.
+func (s *Server) CloseCM() {
+	if r := s.cm.Swap(nil); r != nil {
+		r.close()
+	}
+}
+
 // cmBacklog is the listener's queue of requests not yet routed; routing
 // takes microseconds, so it only has to hold a burst of sessions' QPs.
 const cmBacklog = 1024

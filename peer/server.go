@@ -161,11 +161,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		<-ctx.Done()
 		ln.Close()
 	}()
-	defer func() {
-		if r := s.cm.Load(); r != nil {
-			r.close()
-		}
-	}()
+	defer s.CloseCM()
 	defer s.wg.Wait()
 	for {
 		nc, err := ln.Accept()

@@ -37,6 +37,7 @@ import (
 // responder is a running `rdmarun serve`.
 type responder struct {
 	addr string
+	cm   string // host:port of its CM listener, unless started with --no-cm or --cm-port
 	cmd  *exec.Cmd
 	log  *os.File
 }
@@ -75,12 +76,18 @@ func startServe(t *testing.T, host, device string, args ...string) *responder {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each responder takes a CM port of its own beside its control port,
+	// so that two at once do not contend for the default.
+	cmPort := nextPort + 1000
+	if !slices.Contains(args, "--cm-port") && !slices.Contains(args, "--no-cm") {
+		args = append(args, "--cm-port", strconv.Itoa(cmPort))
+	}
 	cmd := exec.Command(bin, append([]string{"serve", "--device", device, "--listen", addr, "--log-level", "debug"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := &responder{addr: addr, cmd: cmd, log: logf}
+	r := &responder{addr: addr, cmd: cmd, log: logf, cm: net.JoinHostPort(host, strconv.Itoa(cmPort))}
 	t.Cleanup(func() { r.stop(t) })
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -147,10 +147,13 @@ func rejectReason(status int, private []byte) string {
 
 // likelyCause is a hint at what usually produces the failure.
 func (e *CMError) likelyCause() string {
+	// The CM's own timeout (ADDR_ERROR with -ETIMEDOUT) is the step's
+	// deadline passed to it, so it means what our wait would.
+	timedOut := e.Waited > 0 || e.Status == -int(syscall.ETIMEDOUT)
 	switch {
-	case e.Waited > 0 && e.Step == "resolve_addr":
+	case timedOut && e.Step == "resolve_addr":
 		return "the peer's address did not answer neighbour resolution (ARP or ND): host down, link down, or a wrong address"
-	case e.Waited > 0:
+	case timedOut && e.Event != CMRejected:
 		return "the peer did not answer: host down, link down, or the CM's packets dropped"
 	}
 	switch e.Event {

@@ -23,7 +23,11 @@ func TestCMErrorMessages(t *testing.T) {
 		{&CMError{Step: "resolve_addr", Peer: "10.0.0.1:7471", QP: 0, Event: CMAddrResolved, Detail: "the CM bound the connection to rxe0 port 1, not the test's rxe1 port 1 (the address belongs to another device)"},
 			"rdma_cm resolve_addr to 10.0.0.1:7471 (QP 0): ADDR_RESOLVED (status 0); the CM bound the connection to rxe0 port 1, not the test's rxe1 port 1 (the address belongs to another device)"},
 		{&CMError{Step: "connect", Peer: "10.0.0.1:7471", QP: 1, Event: CMUnreachable, Status: -110},
-			"rdma_cm connect to 10.0.0.1:7471 (QP 1): UNREACHABLE (status -110); likely cause: nothing listens on the peer's CM port, or the CM's packets are dropped (for iWARP, the TCP port is blocked)"},
+			"rdma_cm connect to 10.0.0.1:7471 (QP 1): UNREACHABLE (status -110); likely cause: the peer did not answer: host down, link down, or the CM's packets dropped"},
+		{&CMError{Step: "connect", Peer: "10.0.0.1:7471", QP: 1, Event: CMUnreachable, Status: -111},
+			"rdma_cm connect to 10.0.0.1:7471 (QP 1): UNREACHABLE (status -111); likely cause: nothing listens on the peer's CM port, or the CM's packets are dropped (for iWARP, the TCP port is blocked)"},
+		{&CMError{Step: "resolve_addr", Peer: "10.0.0.99:18521", QP: 0, Event: CMAddrError, Status: -110, Detail: "from 10.0.0.2"},
+			"rdma_cm resolve_addr to 10.0.0.99:18521 (QP 0): ADDR_ERROR (status -110); likely cause: the peer's address did not answer neighbour resolution (ARP or ND): host down, link down, or a wrong address; from 10.0.0.2"},
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)

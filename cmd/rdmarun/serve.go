@@ -156,11 +156,14 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	if c.cmPort < 0 || c.cmPort > 65535 {
 		return &exitError{exitInvalid, fmt.Errorf("--cm-port %d: want a port from 0 to 65535", c.cmPort)}
 	}
+	// The CM listener starts first: a client that reaches the control
+	// port may connect its QPs through the CM at once.
+	c.listenCM(srv, log)
 	ln, err := ctrl.Listen(c.listen, tlsCfg)
 	if err != nil {
+		srv.CloseCM()
 		return &exitError{exitEnvironment, err}
 	}
-	c.listenCM(srv, log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Registered before serving: a SIGHUP's default action ends the process.

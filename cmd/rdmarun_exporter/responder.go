@@ -81,10 +81,8 @@ func serveResponder(ctx context.Context, cfg config.Responder, device, token str
 	if err != nil {
 		return err
 	}
-	ln, err := ctrl.Listen(cfg.Listen, tlsCfg)
-	if err != nil {
-		return err
-	}
+	// The CM listener starts first: a prober that reaches the control
+	// port may connect its QPs through the CM at once.
 	if cfg.CMPort >= 0 {
 		addr, err := srv.ListenCM(netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(cfg.CMPort)))
 		if err != nil {
@@ -92,6 +90,11 @@ func serveResponder(ctx context.Context, cfg config.Responder, device, token str
 		} else {
 			logger.Info("responder listening for rdma_cm connections", "cm_listen", addr.String())
 		}
+	}
+	ln, err := ctrl.Listen(cfg.Listen, tlsCfg)
+	if err != nil {
+		srv.CloseCM()
+		return err
 	}
 	go func() {
 		if err := srv.Serve(ctx, ln); err != nil {

@@ -65,6 +65,23 @@ func RoCELoss(t testing.TB, dev, pct string) (remove func()) {
 	return removeRoot(t, dev)
 }
 
+// CMLoss makes dev drop pct of the RoCE packets it sends to QP 1, the
+// general services QP that carries the connection manager's MADs, and
+// nothing else: on RoCE the CM has no UDP port of its own, so this is how
+// a filter "drops the CM port" while ARP, the control channel and the
+// data QPs still pass. The match assumes an IPv4 header without options,
+// as rxe sends: the BTH's destination QP is the low 24 bits of the word at
+// offset 32 (IP 20 bytes, UDP 8, BTH bytes 4 to 7).
+func CMLoss(t testing.TB, dev, pct string) (remove func()) {
+	t.Helper()
+	TC(t, "qdisc", "add", "dev", dev, "root", "handle", "1:", "prio")
+	TC(t, "qdisc", "add", "dev", dev, "parent", "1:3", "handle", "30:", "netem", "loss", pct)
+	TC(t, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+		"match", "ip", "protocol", "17", "0xff", "match", "ip", "dport", "4791", "0xffff",
+		"match", "u32", "0x00000001", "0x00ffffff", "at", "32", "flowid", "1:3")
+	return removeRoot(t, dev)
+}
+
 func removeRoot(t testing.TB, dev string) func() {
 	done := false
 	remove := func() {
