@@ -26,6 +26,7 @@ const (
 	famProbes
 	famConnections
 	famConnSetup
+	famCMSetup
 	numFamilies
 )
 
@@ -66,6 +67,8 @@ var familyDefs = [numFamilies]familyDef{
 		help: "Connections (control channel and QPs) opened to the target; probes reuse one between rounds, so a rising rate means connections break or expire."},
 	famConnSetup: {name: "rdma_probe_connection_setup_seconds", kind: kindGauge,
 		help: "How long the last connection set-up to the target took (control connection, handshake, QPs to RTS), in seconds; not part of the latency histogram."},
+	famCMSetup: {name: "rdma_probe_cm_setup_seconds", kind: kindGauge,
+		help: "How long the slowest QP of the last connection through rdma_cm took to set up (address resolution, route resolution, connect to ESTABLISHED), in seconds; only for modules with connect: rdma_cm."},
 }
 
 type family struct {
@@ -115,7 +118,7 @@ type probeSeries struct {
 
 	latency                                        *latencyHistogram // nil until the key has one
 	bandwidth, timeouts, success, lastOK, duration value
-	connections, connSetup                         value
+	connections, connSetup, cmSetup                value
 	compErrs, probes                               []labelledValue
 }
 
@@ -125,7 +128,7 @@ func (s *probeSeries) count() int {
 	if s.latency != nil {
 		n++
 	}
-	for _, v := range []*value{&s.bandwidth, &s.timeouts, &s.success, &s.lastOK, &s.duration, &s.connections, &s.connSetup} {
+	for _, v := range []*value{&s.bandwidth, &s.timeouts, &s.success, &s.lastOK, &s.duration, &s.connections, &s.connSetup, &s.cmSetup} {
 		if v.on {
 			n++
 		}
@@ -292,6 +295,8 @@ func (s *probeSeries) scalar(f int) *value {
 		return &s.connections
 	case famConnSetup:
 		return &s.connSetup
+	case famCMSetup:
+		return &s.cmSetup
 	}
 	panic("prober: family " + strconv.Itoa(f) + " has no plain series")
 }

@@ -50,7 +50,7 @@ type Metrics struct {
 	families [numFamilies]*family
 	// Named for the tests, which read single series through them.
 	latency, bandwidth, compErrs, timeouts, success, lastOK, duration, probes *family
-	connections, connSetup                                                    *family
+	connections, connSetup, cmSetup                                           *family
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -61,7 +61,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.latency, m.bandwidth, m.compErrs, m.timeouts = m.families[famLatency], m.families[famBandwidth], m.families[famCompErrs], m.families[famTimeouts]
 	m.success, m.lastOK, m.duration, m.probes = m.families[famSuccess], m.families[famLastOK], m.families[famDuration], m.families[famProbes]
-	m.connections, m.connSetup = m.families[famConnections], m.families[famConnSetup]
+	m.connections, m.connSetup, m.cmSetup = m.families[famConnections], m.families[famConnSetup], m.families[famCMSetup]
 	reg.MustRegister(m)
 	return m
 }
@@ -192,6 +192,11 @@ func (m *Metrics) record(k Key, res *rdma.Result, err error, took time.Duration,
 	m.set(&s.success).v = 1
 	m.set(&s.lastOK).v = float64(now.UnixNano()) / 1e9
 	m.labelled(&s.probes, s, famProbes, "success").v++
+	// Only a probe that made its connection through the CM carries the
+	// times; a module connecting by exchange never has the series.
+	if c := res.Connect; c != nil && len(c.QPs) > 0 {
+		m.set(&s.cmSetup).v = c.Total.Max / 1e9
+	}
 	if b := res.Bandwidth; b != nil && len(b.Directions) > 0 {
 		var bps float64
 		for _, d := range b.Directions {

@@ -196,3 +196,30 @@ rdma_probe_connections_total{device="rxe1",mode="event",op="write",port="1",size
 		t.Errorf("after Forget: %d connection series left", n)
 	}
 }
+
+// TestRecordCMSetup: a probe that connected through the CM sets the
+// gauge to its slowest QP's set-up; a module connecting by exchange never
+// has the series.
+func TestRecordCMSetup(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewMetrics(reg)
+	m.Init(key, false)
+	m.Record(key, latencyResult(1500), nil, time.Millisecond, time.Unix(1700000000, 0))
+	if n := testutil.CollectAndCount(reg, "rdma_probe_cm_setup_seconds"); n != 0 {
+		t.Errorf("an exchange probe made %d CM set-up series", n)
+	}
+	res := latencyResult(1500)
+	res.Connect = rdma.NewConnectStats([]rdma.CMTimes{
+		{ResolveAddr: time.Millisecond, ResolveRoute: time.Millisecond, Connect: 2 * time.Millisecond},
+		{ResolveAddr: time.Millisecond, ResolveRoute: time.Millisecond, Connect: 8 * time.Millisecond},
+	})
+	m.Record(key, res, nil, time.Millisecond, time.Unix(1700000015, 0))
+	const want = `
+# HELP rdma_probe_cm_setup_seconds How long the slowest QP of the last connection through rdma_cm took to set up (address resolution, route resolution, connect to ESTABLISHED), in seconds; only for modules with connect: rdma_cm.
+# TYPE rdma_probe_cm_setup_seconds gauge
+rdma_probe_cm_setup_seconds{device="rxe1",mode="event",op="write",port="1",size_bytes="2",source="node-b",target="10.0.0.1:18520"} 0.01
+`
+	if err := testutil.CollectAndCompare(reg, strings.NewReader(want), "rdma_probe_cm_setup_seconds"); err != nil {
+		t.Error(err)
+	}
+}
