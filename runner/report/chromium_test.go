@@ -80,8 +80,12 @@ func screenshot(t *testing.T, page, name, env, size string, minBytes int64) {
 
 func TestHTMLInChromium(t *testing.T) {
 	page, dom := renderInChromium(t, fixture(), "report.html")
-	if n := strings.Count(dom, `class="chart"`); n != 2 {
-		t.Errorf("the rendered page has %d charts, want 2", n)
+	// Latency for cases write-latency and write-cm, bandwidth for write-bw.
+	if n := strings.Count(dom, `class="chart"`); n != 3 {
+		t.Errorf("the rendered page has %d charts, want 3", n)
+	}
+	if !strings.Contains(dom, "Connection set-up through rdma_cm") {
+		t.Error("the rendered page lacks the CM set-up table")
 	}
 	if n := strings.Count(dom, "<polyline"); n < 4 {
 		t.Errorf("the rendered page has %d plotted lines, want at least 4", n)
