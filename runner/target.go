@@ -37,6 +37,7 @@ type Loopback struct {
 	pair        *rdma.Pair
 	cfgA, cfgB  rdma.EndpointConfig
 	attrs       rdma.QPAttrs
+	via         rdma.Connect // how pair was connected
 }
 
 // Run implements Target.
@@ -47,8 +48,9 @@ func (l *Loopback) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error
 		rdma.EndpointConfig{Device: l.Local.Device, Port: l.Local.Port, GIDIndex: l.Local.GIDIndex},
 		rdma.EndpointConfig{Device: l.Peer.Device, Port: l.Peer.Port, GIDIndex: l.Peer.GIDIndex})
 	// A pair connected through the CM is made anew for every run, so
-	// that every run's set-up is measured.
-	if l.pair == nil || a != l.cfgA || b != l.cfgB || spec.QP != l.attrs || spec.Connect == rdma.ConnectCM {
+	// that every run's set-up is measured, and an exchange run never
+	// reuses one.
+	if l.pair == nil || a != l.cfgA || b != l.cfgB || spec.QP != l.attrs || spec.Connect == rdma.ConnectCM || l.via != spec.Connect {
 		if err := l.Close(); err != nil {
 			return nil, err
 		}
@@ -56,7 +58,7 @@ func (l *Loopback) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error
 		if err != nil {
 			return nil, err
 		}
-		l.pair, l.cfgA, l.cfgB, l.attrs = p, a, b, spec.QP
+		l.pair, l.cfgA, l.cfgB, l.attrs, l.via = p, a, b, spec.QP, spec.Connect
 	}
 	return l.pair.Run(ctx, spec)
 }
