@@ -62,6 +62,35 @@ func checkCMTimes(t *testing.T, res *rdma.Result, qps int) {
 	}
 }
 
+// TestCMMeasureConnectRemote: measure connect through rdmarun serve
+// connects every QP, 1 at a time and 8 at once, reports the
+// connections per second, and leaves the responder serving: the next
+// data test runs.
+func TestCMMeasureConnectRemote(t *testing.T) {
+	r := startResponder(t)
+	for _, parallel := range []int{1, 8} {
+		for _, qps := range []int{1, 64} {
+			if parallel > qps {
+				continue
+			}
+			t.Run(fmt.Sprintf("qps%d/atonce%d", qps, parallel), func(t *testing.T) {
+				spec := rdma.TestSpec{Measure: rdma.MeasureConnect, Connect: rdma.ConnectCM, QPs: qps, ConnectParallel: parallel}
+				res, err := peer.Run(context.Background(), client(r), rdmatest.Complete(t, spec))
+				if err != nil {
+					t.Fatalf("%v\nresponder log:\n%s", err, r.output())
+				}
+				checkCMTimes(t, res, qps)
+				if c := res.Connect; c.Parallel != parallel || c.PerSecond <= 0 || c.Elapsed <= 0 || res.Latency != nil || res.Bandwidth != nil {
+					t.Errorf("parallel %d, %.1f conn/s, elapsed %v, latency %v, bandwidth %v", c.Parallel, c.PerSecond, c.Elapsed, res.Latency, res.Bandwidth)
+				}
+				t.Logf("measured: %d QPs, %d at once, through serve: %.1f conn/s, set-up p50 %.0f us, max %.0f us",
+					qps, parallel, res.Connect.PerSecond, res.Connect.Total.P50/1e3, res.Connect.Total.Max/1e3)
+			})
+		}
+	}
+	run(t, r, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 50, QPs: 4, Connect: rdma.ConnectCM})
+}
+
 // TestCMExchangeBeside: one responder serves exchange and CM tests one
 // after another, and the exchange runs carry no CM times.
 func TestCMExchangeBeside(t *testing.T) {
@@ -120,7 +149,7 @@ func TestCMRejectedByResponder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ep, spec := cmEndpoint(t)
 			begin := time.Now()
-			err := ep.ConnectCM(netip.MustParseAddrPort(r.cm), func(int) []byte { return tc.private }, spec.QP, 5*time.Second)
+			err := ep.ConnectCM(netip.MustParseAddrPort(r.cm), func(int) []byte { return tc.private }, spec.QP, 5*time.Second, 1)
 			took := time.Since(begin)
 			var ce *rdma.CMError
 			if !errors.As(err, &ce) || ce.Event != rdma.CMRejected || ce.Step != "connect" {
@@ -146,7 +175,7 @@ func TestCMHostDown(t *testing.T) {
 	ep, spec := cmEndpoint(t)
 	const step = 3 * time.Second
 	begin := time.Now()
-	err := ep.ConnectCM(netip.MustParseAddrPort("10.0.0.99:18521"), func(int) []byte { return nil }, spec.QP, step)
+	err := ep.ConnectCM(netip.MustParseAddrPort("10.0.0.99:18521"), func(int) []byte { return nil }, spec.QP, step, 1)
 	took := time.Since(begin)
 	var ce *rdma.CMError
 	if !errors.As(err, &ce) || ce.Step != "resolve_addr" {

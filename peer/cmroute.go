@@ -218,10 +218,11 @@ func (s *Server) expectCM(ep *rdma.Endpoint) (*cmSession, error) {
 // still there.
 const cmQuietCheck = 200 * time.Millisecond
 
-// accept connects each QP of ep as the client's requests arrive. The
-// client connects its QPs one after another, each in up to three steps
-// of step, so each request may take that long after the last; a client
-// that gives up closes its control channel, which ends the wait sooner.
+// accept connects each QP of ep as the client's requests arrive, and
+// waits for all of them to be ESTABLISHED. The client's QPs connect in
+// up to three steps of step each, so each request may take that long
+// after the last; a client that gives up closes its control channel,
+// which ends the wait sooner.
 func (x *cmSession) accept(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, attrs rdma.QPAttrs, step time.Duration) error {
 	n := len(ep.Info().QPNs)
 	wait := 3*step + time.Second
@@ -231,7 +232,7 @@ func (x *cmSession) accept(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint,
 	for done := 0; done < n; {
 		select {
 		case r := <-x.ch:
-			if err := ep.AcceptCM(r.req, r.qp, attrs, step); err != nil {
+			if err := ep.AcceptCM(r.req, r.qp, attrs); err != nil {
 				_ = r.req.Reject([]byte(rdma.RejectPrefix + "accepting failed on the responder"))
 				return err
 			}
@@ -248,5 +249,6 @@ func (x *cmSession) accept(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint,
 			return ctx.Err()
 		}
 	}
-	return nil
+	// The client answers the last accept within its connect step.
+	return ep.AwaitCM(attrs, time.Now().Add(step))
 }

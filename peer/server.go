@@ -348,6 +348,14 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 		}
 		return fail(err)
 	}
+	if spec.Measure == rdma.MeasureConnect {
+		// The connections were the test: the client, which timed them,
+		// says Bye, or closes, and this side's QPs close with ep.
+		bctx, bcancel := s.step(parent)
+		_ = c.Recv(bctx, ctrl.KindBye, nil)
+		bcancel()
+		return nil
+	}
 	if err := s.recv(ctx, c, ctrl.KindReady, nil); err != nil {
 		return overran(err)
 	}

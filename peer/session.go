@@ -52,6 +52,9 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 	if err := spec.Ready(); err != nil {
 		return nil, err
 	}
+	if spec.Measure == rdma.MeasureConnect {
+		keep = 0 // its one run is the connecting; another needs new connections
+	}
 	start := time.Now()
 	s := &Session{cfg: cfg, spec: spec, addr: cfg.Addr, step: cfg.StepTimeout, log: cfg.Logger}
 	if _, _, err := net.SplitHostPort(s.addr); err != nil {
@@ -141,10 +144,10 @@ func (s *Session) connect(offer *cmOffer) error {
 	}
 	var nonce cmNonce
 	copy(nonce[:], offer.Nonce)
-	if err := s.ep.ConnectCM(addr, func(qp int) []byte { return cmPrivate(nonce, qp) }, s.spec.QP, s.step); err != nil {
+	if err := s.ep.ConnectCM(addr, func(qp int) []byte { return cmPrivate(nonce, qp) }, s.spec.QP, s.step, s.spec.ConnectParallel); err != nil {
 		return err
 	}
-	s.connectStats = rdma.NewConnectStats(s.ep.CMTimes())
+	s.connectStats = rdma.NewConnectStats(s.ep.CMTimes(), s.ep.CMElapsed(), s.spec.ConnectParallel)
 	return nil
 }
 
@@ -185,7 +188,11 @@ func (s *Session) Run(ctx context.Context) (*rdma.Result, error) {
 	if s.closed || s.broken || (s.runs > 0 && s.idle == 0) {
 		return nil, errSessionOver
 	}
-	res, err := s.run(ctx)
+	run := s.run
+	if s.spec.Measure == rdma.MeasureConnect {
+		run = s.connectResult
+	}
+	res, err := run(ctx)
 	s.runs++
 	s.last = time.Now()
 	if err != nil {
@@ -252,6 +259,21 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 		s.bye(ctx)
 	}
 	return s.assemble(ctx, mine, localErr, theirRes, since)
+}
+
+// connectResult is a measure connect run's result: the set-up Dial
+// timed. The responder, which waits for a Bye instead of a Ready, frees
+// its side on it.
+func (s *Session) connectResult(ctx context.Context) (*rdma.Result, error) {
+	s.bye(ctx)
+	spec := s.spec
+	spec.QP = s.ep.Attrs()
+	c := s.connectStats
+	s.connectStats = nil
+	if c == nil {
+		return nil, s.wrap(StageResult, errors.New("measure connect on a session whose QPs were not connected through the CM"))
+	}
+	return &rdma.Result{Spec: spec, Requester: s.ep.Info(), Responder: s.peer, Elapsed: c.Elapsed, Connect: c, Sides: []rdma.SideSummary{}}, nil
 }
 
 // finishFolded ends a folded run (fold.go): the responder's Result is

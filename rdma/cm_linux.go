@@ -10,11 +10,10 @@ package rdma
 import "C"
 
 import (
-	"errors"
 	"fmt"
-	"net"
+	"maps"
 	"net/netip"
-	"strings"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -132,19 +131,37 @@ func (e *Endpoint) checkCMDevice(id *C.struct_rdma_cm_id, cmErr func(d string) e
 	return nil
 }
 
+// cmDial is one QP's connection in progress: the step it waits in, when
+// that step began and when its wait ends.
+type cmDial struct {
+	qp    int
+	id    *C.struct_rdma_cm_id
+	step  string // "resolve_addr", "resolve_route", "connect"
+	begin time.Time
+	// until is when the current wait ends: an address attempt's end
+	// (cmAddrAttempt) or the step's deadline; addrEnd is when address
+	// resolution as a whole gives up.
+	until, addrEnd time.Time
+}
+
 // ConnectCM connects every QP of the endpoint through the CM to the
 // listener at peer, the way applications connect (rdma_resolve_addr,
 // rdma_resolve_route, rdma_connect), from the address of the endpoint's
-// GID. private(i) is sent with QP i's request (at most 56 bytes: the
+// GID. At most parallel QPs are in progress at once (1: one after
+// another); their events share the endpoint's channel and are told apart
+// by id. private(i) is sent with QP i's request (at most 56 bytes: the
 // listener sees it padded with zeros to that). Each step waits at most
 // timeout. The CM's attributes are used but for the test's timers,
 // retries, depths and path MTU (attrs).
-func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, attrs QPAttrs, timeout time.Duration) error {
+func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, attrs QPAttrs, timeout time.Duration, parallel int) error {
 	if e.ready || e.cmIDs != nil {
 		return fmt.Errorf("rdma: the QPs of %s are already connected", e.cfg.Device)
 	}
 	if err := attrs.Validate(); err != nil {
 		return err
+	}
+	if parallel < 1 {
+		return fmt.Errorf("rdma: %d QPs connecting at once; want at least 1", parallel)
 	}
 	src, err := e.cmSource()
 	if err != nil {
@@ -154,67 +171,122 @@ func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, a
 	if err != nil {
 		return err
 	}
+	for i := range e.qps {
+		if n := len(private(i)); n > 56 {
+			return fmt.Errorf("rdma: %d bytes of private data for QP %d; a CM connect request carries at most 56", n, i)
+		}
+	}
 	if err := e.cmPrepare(); err != nil {
 		return err
 	}
 	csrc, cdst := cmIP(src), cmIP(peer.Addr())
 	defer C.free(unsafe.Pointer(csrc))
 	defer C.free(unsafe.Pointer(cdst))
-	ms := C.int(timeout.Milliseconds())
-	for i, qp := range e.qps {
-		fail := func(step string, ev CMEvent, status int, errno error, waited time.Duration, detail string) error {
-			return &CMError{Step: step, Peer: peer.String(), QP: i, Event: ev, Status: status, Errno: errno, Waited: waited, Detail: detail}
-		}
-		t := &e.cmTimes[i]
-		begin := time.Now()
-		id, err := e.cmResolveAddr(csrc, cdst, peer.Port(), begin.Add(timeout), fail)
-		if err != nil {
-			return err
-		}
-		e.cmIDs[i] = id
-		t.ResolveAddr = time.Since(begin)
-		if err := e.checkCMDevice(id, func(d string) error { return fail("resolve_addr", CMAddrResolved, 0, nil, 0, d) }); err != nil {
-			return err
-		}
-		begin = time.Now()
-		if rc, err := C.rdma_resolve_route(id, ms); rc != 0 {
-			return fail("resolve_route", 0, 0, errnoOf(err), 0, "")
-		}
-		if err := e.cmExpect(id, CMRouteResolved, begin.Add(timeout+time.Second), func(ev CMEvent, status int, errno error, waited time.Duration) error {
-			return fail("resolve_route", ev, status, errno, waited, "")
-		}); err != nil {
-			return err
-		}
-		t.ResolveRoute = time.Since(begin)
-		begin = time.Now()
-		priv := private(i)
-		if len(priv) > 56 {
-			return fmt.Errorf("rdma: %d bytes of private data for QP %d; a CM connect request carries at most 56", len(priv), i)
-		}
-		var cpriv unsafe.Pointer
-		if len(priv) > 0 {
-			cpriv = C.CBytes(priv)
-		}
-		rc := C.rr_cm_connect(id, qp.qp_num, &c, cpriv, C.uint8_t(len(priv)), 0)
-		C.free(cpriv)
-		if rc != 0 {
-			return fail("connect", 0, 0, syscall.Errno(rc), 0, "")
-		}
-		connectFail := func(ev CMEvent, status int, errno error, waited time.Duration) error {
-			return fail("connect", ev, status, errno, waited, "")
-		}
-		if err := e.cmExpect(id, CMConnectResponse, begin.Add(timeout), connectFail); err != nil {
-			return err
-		}
-		var stage C.int
-		if rc := C.rr_cm_qp_ready(id, qp, &c, &stage); rc != 0 {
-			return cmReadyErr(e.cfg.Device, stage, rc)
-		}
-		if rc, err := C.rdma_establish(id); rc != 0 {
-			return fail("connect", 0, 0, errnoOf(err), 0, "rdma_establish")
-		}
-		t.Connect = time.Since(begin)
+	from := "from " + src.String()
+	fail := func(d *cmDial, ev CMEvent, status int, errno error, waited time.Duration, detail string) error {
+		return &CMError{Step: d.step, Peer: peer.String(), QP: d.qp, Event: ev, Status: status, Errno: errno, Waited: waited, Detail: detail}
 	}
+	// resolveAddr starts (or, after an attempt timed out, restarts) d's
+	// address resolution on a new id.
+	resolveAddr := func(d *cmDial) error {
+		if d.id != nil {
+			C.rdma_destroy_id(d.id)
+			d.id, e.cmIDs[d.qp] = nil, nil
+		}
+		var id *C.struct_rdma_cm_id
+		if rc, err := C.rdma_create_id(e.cmCh, &id, nil, C.RDMA_PS_TCP); rc != 0 {
+			return fail(d, 0, 0, errnoOf(err), 0, "rdma_create_id")
+		}
+		d.id, e.cmIDs[d.qp] = id, id
+		attempt := max(min(cmAddrAttempt, time.Until(d.addrEnd)), time.Millisecond)
+		if rc := C.rr_cm_resolve_addr(id, csrc, 1, cdst, C.uint16_t(peer.Port()), C.int(attempt.Milliseconds())); rc != 0 {
+			return fail(d, 0, 0, syscall.Errno(rc), 0, from)
+		}
+		d.until = time.Now().Add(attempt + time.Second)
+		return nil
+	}
+	live := map[*C.struct_rdma_cm_id]*cmDial{}
+	start := time.Now()
+	next, done := 0, 0
+	for done < len(e.qps) {
+		for ; len(live) < parallel && next < len(e.qps); next++ {
+			now := time.Now()
+			d := &cmDial{qp: next, step: "resolve_addr", begin: now, addrEnd: now.Add(timeout)}
+			if err := resolveAddr(d); err != nil {
+				return err
+			}
+			live[d.id] = d
+		}
+		first := slices.MinFunc(slices.Collect(maps.Values(live)), func(a, b *cmDial) int { return a.until.Compare(b.until) })
+		ev, ok, err := cmNext(e.cmCh, first.until, nil)
+		if err != nil {
+			return fail(first, 0, 0, err, 0, "")
+		}
+		if !ok {
+			detail := ""
+			if first.step == "resolve_addr" {
+				detail = from
+			}
+			return fail(first, 0, 0, nil, time.Since(first.begin).Round(time.Millisecond), detail)
+		}
+		d := live[ev.id]
+		if d == nil {
+			continue // an id given up on and destroyed; nothing waits for it
+		}
+		t := &e.cmTimes[d.qp]
+		got := CMEvent(ev.event)
+		switch {
+		case d.step == "resolve_addr" && got == CMAddrResolved:
+			t.ResolveAddr = time.Since(d.begin)
+			if err := e.checkCMDevice(d.id, func(s string) error { return fail(d, CMAddrResolved, 0, nil, 0, s) }); err != nil {
+				return err
+			}
+			d.step, d.begin, d.until = "resolve_route", time.Now(), time.Now().Add(timeout+time.Second)
+			if rc, err := C.rdma_resolve_route(d.id, C.int(timeout.Milliseconds())); rc != 0 {
+				return fail(d, 0, 0, errnoOf(err), 0, "")
+			}
+		case d.step == "resolve_addr" && got == CMAddrError && ev.status == -C.ETIMEDOUT && time.Now().Before(d.addrEnd):
+			delete(live, d.id)
+			if err := resolveAddr(d); err != nil {
+				return err
+			}
+			live[d.id] = d
+		case d.step == "resolve_route" && got == CMRouteResolved:
+			t.ResolveRoute = time.Since(d.begin)
+			d.step, d.begin, d.until = "connect", time.Now(), time.Now().Add(timeout)
+			var cpriv unsafe.Pointer
+			priv := private(d.qp)
+			if len(priv) > 0 {
+				cpriv = C.CBytes(priv)
+			}
+			rc := C.rr_cm_connect(d.id, e.qps[d.qp].qp_num, &c, cpriv, C.uint8_t(len(priv)), 0)
+			C.free(cpriv)
+			if rc != 0 {
+				return fail(d, 0, 0, syscall.Errno(rc), 0, "")
+			}
+		case d.step == "connect" && got == CMConnectResponse:
+			var stage C.int
+			if rc := C.rr_cm_qp_ready(d.id, e.qps[d.qp], &c, &stage); rc != 0 {
+				return cmReadyErr(e.cfg.Device, stage, rc)
+			}
+			if rc, err := C.rdma_establish(d.id); rc != 0 {
+				return fail(d, 0, 0, errnoOf(err), 0, "rdma_establish")
+			}
+			t.Connect = time.Since(d.begin)
+			delete(live, d.id)
+			done++
+		default:
+			err := fail(d, got, int(ev.status), nil, 0, "")
+			if d.step == "resolve_addr" {
+				err.(*CMError).Detail = from
+			}
+			if got == CMRejected {
+				err.(*CMError).Detail = rejectReason(int(ev.status), C.GoBytes(unsafe.Pointer(&ev.private_data[0]), C.int(ev.private_len)))
+			}
+			return err
+		}
+	}
+	e.cmElapsed = time.Since(start)
 	return e.cmConnected(attrs)
 }
 
@@ -227,65 +299,9 @@ func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, a
 // 500 ms, repeated until the step's deadline, bound that loss.
 const cmAddrAttempt = 500 * time.Millisecond
 
-// cmResolveAddr resolves the peer's address from src on a new id, in
-// attempts of cmAddrAttempt until deadline, and returns the id.
-func (e *Endpoint) cmResolveAddr(src, dst *C.uint8_t, port uint16, deadline time.Time, fail func(string, CMEvent, int, error, time.Duration, string) error) (*C.struct_rdma_cm_id, error) {
-	from := "from " + net.IP(C.GoBytes(unsafe.Pointer(src), 16)).String()
-	begin := time.Now()
-	for {
-		var id *C.struct_rdma_cm_id
-		if rc, err := C.rdma_create_id(e.cmCh, &id, nil, C.RDMA_PS_TCP); rc != 0 {
-			return nil, fail("create_id", 0, 0, errnoOf(err), 0, "")
-		}
-		attempt := min(cmAddrAttempt, time.Until(deadline))
-		if rc := C.rr_cm_resolve_addr(id, src, 1, dst, C.uint16_t(port), C.int(max(attempt.Milliseconds(), 1))); rc != 0 {
-			C.rdma_destroy_id(id)
-			return nil, fail("resolve_addr", 0, 0, syscall.Errno(rc), 0, from)
-		}
-		ev, ok, err := cmNext(e.cmCh, time.Now().Add(attempt+time.Second), nil)
-		switch {
-		case err != nil:
-			C.rdma_destroy_id(id)
-			return nil, fail("resolve_addr", 0, 0, err, 0, from)
-		case ok && CMEvent(ev.event) == CMAddrResolved && ev.id == id:
-			return id, nil
-		case ok && ev.id == id && CMEvent(ev.event) == CMAddrError && ev.status == -C.ETIMEDOUT && time.Now().Before(deadline):
-			C.rdma_destroy_id(id)
-			continue
-		case ok:
-			C.rdma_destroy_id(id)
-			return nil, fail("resolve_addr", CMEvent(ev.event), int(ev.status), nil, 0, from)
-		}
-		C.rdma_destroy_id(id)
-		return nil, fail("resolve_addr", 0, 0, nil, time.Since(begin).Round(time.Millisecond), from)
-	}
-}
-
 func cmReadyErr(dev string, stage, rc C.int) error {
 	op := [...]string{"rdma_init_qp_attr", "ibv_modify_qp(RTR)", "ibv_modify_qp(RTS)"}[stage]
 	return &VerbsError{Op: op, Device: dev, Errno: syscall.Errno(rc)}
-}
-
-// cmExpect waits for want on id, and turns anything else into the step's
-// error: an error event with its status, another event, or the deadline.
-func (e *Endpoint) cmExpect(id *C.struct_rdma_cm_id, want CMEvent, deadline time.Time, fail func(CMEvent, int, error, time.Duration) error) error {
-	begin := time.Now()
-	ev, ok, err := cmNext(e.cmCh, deadline, nil)
-	switch {
-	case err != nil:
-		return fail(0, 0, err, 0)
-	case !ok:
-		return fail(0, 0, nil, time.Since(begin).Round(time.Millisecond))
-	case CMEvent(ev.event) != want || ev.id != id:
-		err := fail(CMEvent(ev.event), int(ev.status), nil, 0)
-		var ce *CMError
-		if CMEvent(ev.event) == CMRejected && errors.As(err, &ce) {
-			reason := rejectReason(int(ev.status), C.GoBytes(unsafe.Pointer(&ev.private_data[0]), C.int(ev.private_len)))
-			ce.Detail = strings.TrimPrefix(ce.Detail+"; "+reason, "; ")
-		}
-		return err
-	}
-	return nil
 }
 
 // cmConnected records the attributes the driver holds once every QP is
@@ -316,6 +332,7 @@ func (e *Endpoint) cmPrepare() error {
 	if e.cmIDs == nil {
 		e.cmIDs = make([]*C.struct_rdma_cm_id, len(e.qps))
 		e.cmTimes = make([]CMTimes, len(e.qps))
+		e.cmAccepted = make([]time.Time, len(e.qps))
 	}
 	return nil
 }
@@ -323,6 +340,10 @@ func (e *Endpoint) cmPrepare() error {
 // CMTimes returns each QP's connection set-up times after ConnectCM or
 // the last AcceptCM; nil for QPs connected by exchange (Connect).
 func (e *Endpoint) CMTimes() []CMTimes { return e.cmTimes }
+
+// CMElapsed is how long ConnectCM took from its first QP's start to its
+// last QP's connection; 0 on the accepting side.
+func (e *Endpoint) CMElapsed() time.Duration { return e.cmElapsed }
 
 // closeCM disconnects and frees the endpoint's CM ids and their channel;
 // Close calls it before it destroys the QPs the ids were connected for.
@@ -471,12 +492,11 @@ func (r *CMRequest) Reject(private []byte) error {
 	return nil
 }
 
-// AcceptCM connects QP qp of the endpoint to the requester of r and
-// waits at most timeout for the connection to be ESTABLISHED. The
-// request moves to the endpoint, which frees it with its QPs. Once every
-// QP is accepted the endpoint is connected, with the driver's attributes
-// recorded as after Connect.
-func (e *Endpoint) AcceptCM(r *CMRequest, qp int, attrs QPAttrs, timeout time.Duration) error {
+// AcceptCM accepts r's connection for QP qp of the endpoint, without
+// waiting for it to be ESTABLISHED: AwaitCM waits for all of them, so
+// that the requesters' connections proceed side by side. The request
+// moves to the endpoint, which frees it with its QPs.
+func (e *Endpoint) AcceptCM(r *CMRequest, qp int, attrs QPAttrs) error {
 	if qp < 0 || qp >= len(e.qps) {
 		return fmt.Errorf("rdma: a CM request for QP %d; %s has %d QPs", qp, e.cfg.Device, len(e.qps))
 	}
@@ -505,6 +525,7 @@ func (e *Endpoint) AcceptCM(r *CMRequest, qp int, attrs QPAttrs, timeout time.Du
 	id := r.id
 	r.id = nil
 	e.cmIDs[qp] = id
+	e.cmTimes[qp] = CMTimes{}
 	begin := time.Now()
 	var stage C.int
 	if rc := C.rr_cm_qp_ready(id, e.qps[qp], &c, &stage); rc != 0 {
@@ -513,16 +534,48 @@ func (e *Endpoint) AcceptCM(r *CMRequest, qp int, attrs QPAttrs, timeout time.Du
 	if rc := C.rr_cm_connect(id, e.qps[qp].qp_num, &c, nil, 0, 1); rc != 0 {
 		return fail("accept", 0, 0, syscall.Errno(rc), 0, "")
 	}
-	if err := e.cmExpect(id, CMEstablished, begin.Add(timeout), func(ev CMEvent, status int, errno error, waited time.Duration) error {
-		return fail("accept", ev, status, errno, waited, "")
-	}); err != nil {
-		return err
+	e.cmAccepted[qp] = begin
+	return nil
+}
+
+// AwaitCM waits until deadline for every QP AcceptCM accepted to be
+// ESTABLISHED, in whatever order the requesters' answers come; then the
+// endpoint is connected, with the driver's attributes recorded as after
+// Connect. Each QP's Connect time runs from its accept to its
+// ESTABLISHED.
+func (e *Endpoint) AwaitCM(attrs QPAttrs, deadline time.Time) error {
+	if e.cmIDs == nil {
+		return fmt.Errorf("rdma: no QP of %s was accepted through the CM", e.cfg.Device)
 	}
-	e.cmTimes[qp].Connect = time.Since(begin)
-	for _, id := range e.cmIDs {
+	qpOf := map[*C.struct_rdma_cm_id]int{}
+	for i, id := range e.cmIDs {
 		if id == nil {
-			return nil
+			return fmt.Errorf("rdma: QP %d of %s was not accepted through the CM", i, e.cfg.Device)
 		}
+		if e.cmTimes[i].Connect == 0 {
+			qpOf[id] = i
+		}
+	}
+	begin := time.Now()
+	for len(qpOf) > 0 {
+		ev, ok, err := cmNext(e.cmCh, deadline, nil)
+		if err != nil {
+			return &CMError{Step: "accept", Peer: "the requester", QP: -1, Errno: err}
+		}
+		if !ok {
+			waiting := slices.Sorted(maps.Values(qpOf))
+			return &CMError{Step: "accept", Peer: "the requester", QP: waiting[0], Waited: time.Since(begin).Round(time.Millisecond),
+				Detail: fmt.Sprintf("%d of %d QPs not ESTABLISHED", len(waiting), len(e.cmIDs))}
+		}
+		qp, mine := qpOf[ev.id]
+		if !mine {
+			continue // a QP already ESTABLISHED; its later events (a disconnect) do not concern the set-up
+		}
+		if got := CMEvent(ev.event); got != CMEstablished {
+			return &CMError{Step: "accept", Peer: "the requester", QP: qp, Event: got, Status: int(ev.status)}
+		}
+		e.cmTimes[qp].Connect = time.Since(e.cmAccepted[qp])
+		delete(qpOf, ev.id)
 	}
 	return e.cmConnected(attrs)
 }

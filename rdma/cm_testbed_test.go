@@ -5,6 +5,7 @@ package rdma_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -17,11 +18,12 @@ import (
 // newCMPair connects rxe1 (requester) to rxe0 through the CM.
 func newCMPair(t *testing.T, s rdma.TestSpec) *rdma.Pair {
 	t.Helper()
+	s.Connect = rdma.ConnectCM
 	spec := rdmatest.Complete(t, s)
 	ca, cb := rdma.PairConfig(spec,
 		rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex},
 		rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex})
-	p, err := rdma.NewCMPair(ca, cb, spec.QP, 10*time.Second)
+	p, err := rdma.NewCMPair(ca, cb, spec.QP, 10*time.Second, spec.ConnectParallel)
 	if err != nil {
 		t.Fatalf("NewCMPair: %v", err)
 	}
@@ -95,7 +97,7 @@ func TestCMNoListener(t *testing.T) {
 	}
 	defer ep.Close()
 	begin := time.Now()
-	err = ep.ConnectCM(netip.MustParseAddrPort("10.0.0.1:7999"), func(int) []byte { return nil }, spec.QP, 5*time.Second)
+	err = ep.ConnectCM(netip.MustParseAddrPort("10.0.0.1:7999"), func(int) []byte { return nil }, spec.QP, 5*time.Second, 1)
 	took := time.Since(begin)
 	var ce *rdma.CMError
 	if !errors.As(err, &ce) || ce.Step != "connect" || (ce.Event != rdma.CMRejected && ce.Event != rdma.CMUnreachable) {
@@ -163,8 +165,54 @@ func TestCMListenerClose(t *testing.T) {
 func TestCMConnectTwice(t *testing.T) {
 	testbedDevices(t)
 	p := newCMPair(t, rdma.TestSpec{Op: rdma.OpWrite, Iterations: 10})
-	err := p.Requester.ConnectCM(netip.MustParseAddrPort("10.0.0.1:7999"), func(int) []byte { return nil }, p.Requester.Attrs(), time.Second)
+	err := p.Requester.ConnectCM(netip.MustParseAddrPort("10.0.0.1:7999"), func(int) []byte { return nil }, p.Requester.Attrs(), time.Second, 1)
 	if err == nil || !strings.Contains(err.Error(), "already connected") {
 		t.Fatalf("second ConnectCM: %v, want a refusal", err)
+	}
+}
+
+// TestCMMeasureConnect: a measure connect run on a pair reports every
+// QP's set-up and the connections per second, at 1 to 1,024 QPs, one
+// after another and with 16 connecting at once; a second run on the
+// same pair is refused, since its connections were reported already.
+func TestCMMeasureConnect(t *testing.T) {
+	testbedDevices(t)
+	for _, qps := range []int{1, 16, 256, 1024} {
+		for _, parallel := range []int{1, 16} {
+			if parallel > qps {
+				continue
+			}
+			spec := rdma.TestSpec{Measure: rdma.MeasureConnect, Connect: rdma.ConnectCM, QPs: qps, ConnectParallel: parallel}
+			t.Run(fmt.Sprintf("%dqps/%datonce", qps, parallel), func(t *testing.T) {
+				p := newCMPair(t, spec)
+				r, err := p.Run(context.Background(), rdmatest.Complete(t, spec))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := r.Connect
+				if c == nil || len(c.QPs) != qps || c.Total.Count != qps || c.Parallel != parallel {
+					t.Fatalf("connect stats %+v, want %d QPs, %d at once", c, qps, parallel)
+				}
+				if c.Elapsed <= 0 || c.PerSecond <= 0 || r.Latency != nil || r.Bandwidth != nil {
+					t.Fatalf("elapsed %v, %.1f conn/s, latency %v, bandwidth %v", c.Elapsed, c.PerSecond, r.Latency, r.Bandwidth)
+				}
+				// One after another, the whole takes at least the QPs'
+				// set-ups end to end.
+				if parallel == 1 {
+					var sum time.Duration
+					for _, q := range c.QPs {
+						sum += q.Total()
+					}
+					if c.Elapsed < sum {
+						t.Errorf("elapsed %v is shorter than the QPs' set-ups one after another, %v", c.Elapsed, sum)
+					}
+				}
+				t.Logf("measured: %d QPs, %d at once: %.1f conn/s (elapsed %v); set-up p50 %.0f us, p99 %.0f us, max %.0f us; connect p50 %.0f us",
+					qps, parallel, c.PerSecond, c.Elapsed.Round(time.Microsecond), c.Total.P50/1e3, c.Total.P99/1e3, c.Total.Max/1e3, c.Connect.P50/1e3)
+				if _, err := p.Run(context.Background(), rdmatest.Complete(t, spec)); err == nil {
+					t.Error("a second measure connect run on the same pair was not refused")
+				}
+			})
+		}
 	}
 }

@@ -52,6 +52,12 @@ func (c *Connect) UnmarshalText(b []byte) (err error) { *c, err = ParseConnect(s
 // connected by exchange has none. A kept session connects once, so only
 // its first run carries them.
 type ConnectStats struct {
+	// Parallel is how many QPs were connecting at once, at most.
+	Parallel int `json:"parallel"`
+	// Elapsed runs from the first QP's address resolution to the last
+	// QP's connection; PerSecond is the QPs connected per second of it.
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	PerSecond float64       `json:"connections_per_second"`
 	// QPs holds each QP's times, in QP order.
 	QPs []CMTimes `json:"qps"`
 	// The distributions over the QPs, nanoseconds.
@@ -61,10 +67,15 @@ type ConnectStats struct {
 	Total        Summary `json:"total"`
 }
 
-// NewConnectStats summarises per-QP set-up times; nil for none.
-func NewConnectStats(qps []CMTimes) *ConnectStats {
+// NewConnectStats summarises per-QP set-up times, which took elapsed
+// with at most parallel QPs connecting at once; nil for none.
+func NewConnectStats(qps []CMTimes, elapsed time.Duration, parallel int) *ConnectStats {
 	if len(qps) == 0 {
 		return nil
+	}
+	var rate float64
+	if elapsed > 0 {
+		rate = float64(len(qps)) / elapsed.Seconds()
 	}
 	pick := func(f func(CMTimes) time.Duration) Summary {
 		v := make([]time.Duration, len(qps))
@@ -74,6 +85,9 @@ func NewConnectStats(qps []CMTimes) *ConnectStats {
 		return summaryOfDurations(v)
 	}
 	return &ConnectStats{
+		Parallel:     parallel,
+		Elapsed:      elapsed,
+		PerSecond:    rate,
 		QPs:          slices.Clone(qps),
 		ResolveAddr:  pick(func(t CMTimes) time.Duration { return t.ResolveAddr }),
 		ResolveRoute: pick(func(t CMTimes) time.Duration { return t.ResolveRoute }),

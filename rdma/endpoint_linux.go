@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -71,10 +72,13 @@ type Endpoint struct {
 	rxCountName string
 	// cmCh, cmIDs and cmTimes are set when the QPs were connected through
 	// the CM (ConnectCM, AcceptCM): the event channel, one id per QP, and
-	// each QP's set-up times.
-	cmCh    *C.struct_rdma_event_channel
-	cmIDs   []*C.struct_rdma_cm_id
-	cmTimes []CMTimes
+	// each QP's set-up times; cmAccepted is when each QP was accepted,
+	// and cmElapsed how long ConnectCM took for all of them.
+	cmCh       *C.struct_rdma_event_channel
+	cmIDs      []*C.struct_rdma_cm_id
+	cmTimes    []CMTimes
+	cmAccepted []time.Time
+	cmElapsed  time.Duration
 }
 
 // rxCounters are the port counters that count packets the port received,

@@ -53,9 +53,9 @@ func NewLoopbackPair(requester, responder EndpointConfig, attrs QPAttrs) (*Pair,
 // NewCMPair creates both endpoints and connects them through the RDMA
 // connection manager: the responder listens on its GID's address, on a
 // port the CM picks, and the requester connects each QP from its own,
-// naming the QP's index in the request's private data. Each step waits
-// at most timeout.
-func NewCMPair(requester, responder EndpointConfig, attrs QPAttrs, timeout time.Duration) (*Pair, error) {
+// naming the QP's index in the request's private data, at most parallel
+// QPs at once. Each step waits at most timeout.
+func NewCMPair(requester, responder EndpointConfig, attrs QPAttrs, timeout time.Duration, parallel int) (*Pair, error) {
 	p, err := newPair(requester, responder)
 	if err != nil {
 		return nil, err
@@ -74,10 +74,16 @@ func NewCMPair(requester, responder EndpointConfig, attrs QPAttrs, timeout time.
 	}
 	accepted := make(chan error, 1)
 	go func() { accepted <- acceptPair(l, b, len(info.QPNs), attrs, timeout) }()
-	err = a.ConnectCM(l.Addr(), func(qp int) []byte { return []byte{byte(qp), byte(qp >> 8)} }, attrs, timeout)
-	// The acceptor waits for each request at most the requester's three
-	// steps' deadlines, whatever the requester did.
-	err = errors.Join(err, <-accepted, l.Close())
+	err = a.ConnectCM(l.Addr(), func(qp int) []byte { return []byte{byte(qp), byte(qp >> 8)} }, attrs, timeout, parallel)
+	if err != nil {
+		// No more requests come: closing the listener ends the
+		// acceptor's wait now rather than at its deadline.
+		l.Close()
+		<-accepted
+		p.Close()
+		return nil, err
+	}
+	err = errors.Join(<-accepted, l.Close())
 	if err != nil {
 		p.Close()
 		return nil, err
@@ -86,7 +92,8 @@ func NewCMPair(requester, responder EndpointConfig, attrs QPAttrs, timeout time.
 }
 
 // acceptPair accepts n requests on l for endpoint e, each naming its QP
-// in the first two bytes of its private data.
+// in the first two bytes of its private data, and waits for all of them
+// to be ESTABLISHED.
 func acceptPair(l *CMListener, e *Endpoint, n int, attrs QPAttrs, timeout time.Duration) error {
 	for range n {
 		// The requester's three steps may each take timeout before its
@@ -102,12 +109,13 @@ func acceptPair(l *CMListener, e *Endpoint, n int, attrs QPAttrs, timeout time.D
 			_ = r.Reject(nil)
 			return fmt.Errorf("rdma: a CM connect request with %d bytes of private data, not the QP index", len(r.Private))
 		}
-		if err := e.AcceptCM(r, int(r.Private[0])|int(r.Private[1])<<8, attrs, timeout); err != nil {
+		if err := e.AcceptCM(r, int(r.Private[0])|int(r.Private[1])<<8, attrs); err != nil {
 			_ = r.Reject(nil) // frees the request unless the endpoint took it
 			return err
 		}
 	}
-	return nil
+	// The last requester answers its accept within its connect step.
+	return e.AwaitCM(attrs, time.Now().Add(timeout))
 }
 
 // Close closes both endpoints.
@@ -122,6 +130,9 @@ func (p *Pair) Run(ctx context.Context, spec Test) (*Result, error) {
 	err := spec.Ready()
 	if err != nil {
 		return nil, err
+	}
+	if spec.Measure == MeasureConnect {
+		return p.connectResult(spec)
 	}
 	reqRole, respRole := Roles(spec)
 	resp, err := p.Responder.Prepare(spec, 1, respRole, p.Requester.Info())
@@ -148,8 +159,27 @@ func (p *Pair) Run(ctx context.Context, spec Test) (*Result, error) {
 	spec.QP = p.Requester.Attrs()
 	res := Assemble(spec, p.Requester.Info(), p.Responder.Info(), reqRes, respRes)
 	if !p.ran {
-		res.Connect = NewConnectStats(p.Requester.CMTimes())
+		res.Connect = p.connectStats(spec)
 	}
 	p.ran = true
 	return res, nil
+}
+
+func (p *Pair) connectStats(spec Test) *ConnectStats {
+	return NewConnectStats(p.Requester.CMTimes(), p.Requester.CMElapsed(), spec.ConnectParallel)
+}
+
+// connectResult is a measure connect run's result: the set-up of the
+// connections the pair was made with, which only a new pair repeats.
+func (p *Pair) connectResult(spec Test) (*Result, error) {
+	if p.ran {
+		return nil, errors.New("rdma: a measure connect run needs a newly connected pair; this one reported its connections already")
+	}
+	c := p.connectStats(spec)
+	if c == nil {
+		return nil, errors.New("rdma: measure connect on a pair not connected through the CM")
+	}
+	p.ran = true
+	spec.QP = p.Requester.Attrs()
+	return &Result{Spec: spec, Requester: p.Requester.Info(), Responder: p.Responder.Info(), Elapsed: c.Elapsed, Connect: c, Sides: []SideSummary{}}, nil
 }

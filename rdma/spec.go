@@ -56,9 +56,12 @@ type Measure int
 const (
 	MeasureLatency Measure = iota
 	MeasureBandwidth
+	// MeasureConnect connects the QPs through the CM and closes them:
+	// the run is the connections' set-up, with no traffic.
+	MeasureConnect
 )
 
-var measureNames = []string{"latency", "bandwidth"}
+var measureNames = []string{"latency", "bandwidth", "connect"}
 
 func (m Measure) String() string {
 	if m >= 0 && int(m) < len(measureNames) {
@@ -116,7 +119,7 @@ func parseName(kind, s string, names []string) (int, error) {
 // ParseOp reads an op name such as "write_imm".
 func ParseOp(s string) (Op, error) { i, err := parseName("op", s, opNames); return Op(i), err }
 
-// ParseMeasure reads "latency" or "bandwidth".
+// ParseMeasure reads "latency", "bandwidth" or "connect".
 func ParseMeasure(s string) (Measure, error) {
 	i, err := parseName("measure", s, measureNames)
 	return Measure(i), err
@@ -163,7 +166,11 @@ type TestSpec struct {
 	QPType  QPType  `json:"qp_type"`
 	// Connect is how the QPs are connected; absent: by exchange.
 	Connect Connect `json:"connect,omitempty"`
-	Size    int     `json:"size_bytes"`
+	// ConnectParallel bounds the QPs connecting through the CM at once;
+	// absent: 1, one after another. Only with connect: rdma_cm; an
+	// exchange test drops it.
+	ConnectParallel int `json:"connect_parallel,omitempty"`
+	Size            int `json:"size_bytes"`
 	// Iterations per QP: round trips (latency) or messages (bandwidth).
 	// Ignored when Duration is set.
 	Iterations int      `json:"iterations,omitempty"`
@@ -327,6 +334,9 @@ func (s TestSpec) withDefaults() TestSpec {
 			s.Size = 65536
 		}
 	}
+	if s.Measure == MeasureConnect && s.Iterations == 0 && s.Duration == 0 {
+		s.Iterations = 1 // a run connects its QPs once
+	}
 	if s.Iterations == 0 && s.Duration == 0 {
 		s.Iterations = 1000
 		if s.Measure == MeasureBandwidth {
@@ -339,18 +349,26 @@ func (s TestSpec) withDefaults() TestSpec {
 	if s.QPs == 0 {
 		s.QPs = 1
 	}
+	switch {
+	case s.Connect != ConnectCM:
+		// A scenario's default for its CM cases; an exchange case has
+		// nothing to connect at once.
+		s.ConnectParallel = 0
+	case s.ConnectParallel == 0:
+		s.ConnectParallel = 1
+	}
 	if s.Threads == 0 {
 		s.Threads = 1
 	}
 	if s.TxDepth == 0 {
 		s.TxDepth = 128
-		if s.Measure == MeasureLatency {
+		if s.Measure != MeasureBandwidth {
 			s.TxDepth = 16
 		}
 	}
 	if s.RxDepth == 0 {
 		s.RxDepth = 512
-		if s.Measure == MeasureLatency {
+		if s.Measure != MeasureBandwidth {
 			s.RxDepth = 16
 		}
 	}
@@ -422,6 +440,9 @@ func (s Test) check() error {
 	if s.QPs < 1 || s.QPs > 4096 {
 		add("qps %d is outside 1..4096", s.QPs)
 	}
+	if s.Connect == ConnectCM && (s.ConnectParallel < 1 || s.ConnectParallel > max(s.QPs, 1)) {
+		add("connect_parallel %d: want 1..qps (%d), the QPs connecting through the CM at once", s.ConnectParallel, s.QPs)
+	}
 	if s.Threads < 1 || s.Threads > s.QPs {
 		add("threads %d: want 1..qps (%d); each thread drives at least one QP", s.Threads, s.QPs)
 	}
@@ -463,6 +484,10 @@ func (s Test) checkCombination() error {
 		return errors.New("qp_type ud is not supported yet; use rc or uc")
 	case s.Connect != ConnectExchange && s.Connect != ConnectCM:
 		return fmt.Errorf("connect %d is not a way to connect; want one of %s", int(s.Connect), strings.Join(connectNames, ", "))
+	case s.Measure == MeasureConnect && s.Connect != ConnectCM:
+		return errors.New("measure connect times connections through the CM; add connect: rdma_cm (connect: exchange swaps QP numbers over the control channel, which has no set-up to time)")
+	case s.Measure == MeasureConnect && (s.Iterations != 1 || s.Duration != 0):
+		return errors.New("measure connect connects the QPs once per run; iterations and duration do not apply (set qps for the connections, and repeat the case for more runs)")
 	case s.QPType == UC && (s.Op == OpRead || s.Op.Atomic()):
 		return fmt.Errorf("op %s needs a response from the target, and UC has none; use qp_type rc", s.Op)
 	case s.Op.Atomic() && s.Size != 8:

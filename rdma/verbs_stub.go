@@ -73,12 +73,18 @@ func (*SideRun) Result() (*SideResult, error) { return nil, ErrNotSupported }
 func (*SideRun) Close() {}
 
 // ConnectCM needs librdmacm; this build has none.
-func (*Endpoint) ConnectCM(netip.AddrPort, func(int) []byte, QPAttrs, time.Duration) error {
+func (*Endpoint) ConnectCM(netip.AddrPort, func(int) []byte, QPAttrs, time.Duration, int) error {
 	return ErrNotSupported
 }
 
 // AcceptCM needs librdmacm; this build has none.
-func (*Endpoint) AcceptCM(*CMRequest, int, QPAttrs, time.Duration) error { return ErrNotSupported }
+func (*Endpoint) AcceptCM(*CMRequest, int, QPAttrs) error { return ErrNotSupported }
+
+// AwaitCM needs librdmacm; this build has none.
+func (*Endpoint) AwaitCM(QPAttrs, time.Time) error { return ErrNotSupported }
+
+// CMElapsed returns nothing in this build.
+func (*Endpoint) CMElapsed() time.Duration { return 0 }
 
 // CMTimes returns nothing in this build.
 func (*Endpoint) CMTimes() []CMTimes { return nil }

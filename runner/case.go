@@ -466,23 +466,38 @@ func hasKey(n *yaml.Node, key string) bool {
 	return false
 }
 
+// kindWords names each kind of run for the errors of checkApplies: its
+// measure and the names only it has.
+var kindWords = map[metricKind]struct{ measure, names string }{
+	latencyRun:   {"latency", "p50, p99, ..."},
+	bandwidthRun: {"bandwidth", "bw_gbps, bw_gib or msg_rate"},
+	connectRun:   {"connect", "connect_rate"},
+}
+
 // checkApplies refuses conditions that no run of the case could judge
 // honestly: a latency name on a bandwidth run reads 0 and would pass
 // `p99 < 5us` without measuring anything.
 func (l *loader) checkApplies(t *Threshold, n *yaml.Node, c *Case) bool {
 	k, both := t.kind()
 	if both {
-		l.errorf(n, "pass", "%q reads latency (%s) and bandwidth (%s), but each run measures one of them; write two conditions in a list",
-			t.Source(), strings.Join(t.namesOf(latencyRun), ", "), strings.Join(t.namesOf(bandwidthRun), ", "))
+		var read []string
+		for _, k := range []metricKind{latencyRun, bandwidthRun, connectRun} {
+			if names := t.namesOf(k); len(names) > 0 {
+				read = append(read, fmt.Sprintf("%s (%s)", kindWords[k].measure, strings.Join(names, ", ")))
+			}
+		}
+		l.errorf(n, "pass", "%q reads %s, but each run measures one of them; write two conditions in a list",
+			t.Source(), strings.Join(read, " and "))
 		return false
 	}
 	if k != anyRun && !slices.ContainsFunc(c.Measures, func(m rdma.Measure) bool { return kindOf(m) == k }) {
-		names := t.namesOf(k)
-		have, use := "latency", "p50, p99, ..."
-		if k == latencyRun {
-			have, use = "bandwidth", "bw_gbps, bw_gib or msg_rate"
+		var have, use []string
+		for _, m := range c.Measures {
+			have = append(have, m.String())
+			use = append(use, kindWords[kindOf(m)].names)
 		}
-		l.errorf(n, "pass", "%s is not measured by this case (measure: %s); use %s, or measure both", strings.Join(names, ", "), have, use)
+		l.errorf(n, "pass", "%s is not measured by this case (measure: %s); use %s, or add measure %s",
+			strings.Join(t.namesOf(k), ", "), strings.Join(have, ", "), strings.Join(use, "; "), kindWords[k].measure)
 		return false
 	}
 	if c.Spec.Connect != rdma.ConnectCM {

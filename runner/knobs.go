@@ -224,6 +224,9 @@ var knobs = []knob{
 			}
 			return func(t *rdma.TestSpec) { t.Connect = c }, true
 		})},
+	intKnob(Knob{Name: "connect_parallel", Unit: "QPs", Default: "1 (with connect: rdma_cm)",
+		Help: "With connect: rdma_cm, how many QPs connect at once (1: one after another); measure connect reports the connections per second."},
+		1, 4096, "at most qps; only with connect: rdma_cm", func(t *rdma.TestSpec, v int) { t.ConnectParallel = v }),
 	{Knob{Name: "mtu", Type: "256, 512, 1024, 2048 or 4096", Unit: "bytes", Default: "the ports' active MTU",
 		Help: "Path MTU."},
 		"write 256, 512, 1024, 2048 or 4096 (omit it for the port's active MTU)", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {

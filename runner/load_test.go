@@ -105,7 +105,7 @@ invalid-size-range.yaml:6:12: sizes: from 8MiB is larger than to 4KiB; write fro
 invalid-size-range.yaml:10:43: factor: 1 would not grow the size; write a number larger than 1, such as 2
 invalid-size-range.yaml:14:12: sizes: the range from 1B to 1MiB by 1.1 has more than 64 sizes; raise factor or narrow the range`},
 		{file: "invalid-unknown-name.yaml", want: `
-invalid-unknown-name.yaml:6:11: pass: unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, counter("name")`},
+invalid-unknown-name.yaml:6:11: pass: unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, counter("name")`},
 		{file: "invalid-not-boolean.yaml", want: `
 invalid-not-boolean.yaml:6:11: pass: "p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`},
 		{file: "invalid-read-uc.yaml", want: `
@@ -123,7 +123,7 @@ invalid-empty-cases.yaml:2:8: cases: empty; a scenario needs at least one case, 
 		{file: "invalid-mode-typo.yaml", want: `
 invalid-mode-typo.yaml:6:11: mode: "busypoll" is not a mode; write busy_poll, event, or both; did you mean "busy_poll"?`},
 		{file: "invalid-threshold-kind.yaml", want: `
-invalid-threshold-kind.yaml:6:11: pass: p99 is not measured by this case (measure: bandwidth); use bw_gbps, bw_gib or msg_rate, or measure both
+invalid-threshold-kind.yaml:6:11: pass: p99 is not measured by this case (measure: bandwidth); use bw_gbps, bw_gib or msg_rate, or add measure latency
 invalid-threshold-kind.yaml:10:11: pass: one_way_p99: op read is request-response, so only its round trip is measured; use p99
 invalid-threshold-kind.yaml:14:11: pass: "p99 < 5us && bw_gbps > 10" reads latency (p99) and bandwidth (bw_gbps), but each run measures one of them; write two conditions in a list
 invalid-threshold-kind.yaml:18:11: pass: connect_p99: this case connects by exchange, which has no CM set-up to time; set connect: rdma_cm`},
@@ -223,8 +223,8 @@ func TestParseRules(t *testing.T) {
 		{name: "missing op", doc: "cases:\n  - name: c\n    measure: latency\n", err: `f.yaml:2:5: op: missing in case "c"; write send, send_imm, write, write_imm, read, fetch_add or cmp_swap`},
 		{name: "missing measure", doc: "cases:\n  - name: c\n    op: read\n", err: `f.yaml:2:5: measure: missing in case "c"; write latency, bandwidth, or both`},
 		{name: "duplicate key", doc: head + "    qps: 1\n    qps: 2\n", err: "f.yaml:6:5: qps: given twice (first at line 5); keep one"},
-		{name: "unknown key far from any", doc: head + "    zzzzzz: 1\n", err: `f.yaml:5:5: unknown key "zzzzzz"; allowed here: name, description, op, measure, sizes, qps, mode, pass, abort_on_fail, iterations, duration, warmup, threads, cpus, tx_depth, rx_depth, cq_moderation, post_list, inline, bidirectional, hugepages, validate, seed, stall_timeout, qp_type, connect, mtu, timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, sl, traffic_class, hop_limit`},
-		{name: "pass in defaults", doc: "defaults: {pass: errors == 0}\n" + head, err: `f.yaml:1:12: unknown key "pass"; allowed here: op, measure, sizes, qps, mode, abort_on_fail, iterations, duration, warmup, threads, cpus, tx_depth, rx_depth, cq_moderation, post_list, inline, bidirectional, hugepages, validate, seed, stall_timeout, qp_type, connect, mtu, timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, sl, traffic_class, hop_limit`},
+		{name: "unknown key far from any", doc: head + "    zzzzzz: 1\n", err: `f.yaml:5:5: unknown key "zzzzzz"; allowed here: name, description, op, measure, sizes, qps, mode, pass, abort_on_fail, iterations, duration, warmup, threads, cpus, tx_depth, rx_depth, cq_moderation, post_list, inline, bidirectional, hugepages, validate, seed, stall_timeout, qp_type, connect, connect_parallel, mtu, timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, sl, traffic_class, hop_limit`},
+		{name: "pass in defaults", doc: "defaults: {pass: errors == 0}\n" + head, err: `f.yaml:1:12: unknown key "pass"; allowed here: op, measure, sizes, qps, mode, abort_on_fail, iterations, duration, warmup, threads, cpus, tx_depth, rx_depth, cq_moderation, post_list, inline, bidirectional, hugepages, validate, seed, stall_timeout, qp_type, connect, connect_parallel, mtu, timeout, retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic, sl, traffic_class, hop_limit`},
 		{name: "size too large", doc: head + "    sizes: 2GiB\n", err: `f.yaml:5:12: sizes: "2GiB" is larger than 1GiB, the largest message a test sends; write 1 B to 1 GiB`},
 		{name: "size listed twice", doc: head + "    sizes: [64, 64B]\n", err: `f.yaml:5:17: sizes: 64B is listed twice; list each size once`},
 		{name: "range missing to", doc: head + "    sizes: {from: 1}\n", err: `f.yaml:5:12: sizes: range without to; write {from: 4KiB, to: 8MiB, factor: 2}`},

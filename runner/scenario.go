@@ -142,8 +142,11 @@ func (c *Case) runCount() int {
 }
 
 func kindOf(m rdma.Measure) metricKind {
-	if m == rdma.MeasureBandwidth {
+	switch m {
+	case rdma.MeasureBandwidth:
 		return bandwidthRun
+	case rdma.MeasureConnect:
+		return connectRun
 	}
 	return latencyRun
 }

@@ -66,7 +66,7 @@ func (l *Loopback) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error
 // connect makes the pair the way spec connects.
 func (l *Loopback) connect(spec rdma.Test, a, b rdma.EndpointConfig) (*rdma.Pair, error) {
 	if spec.Connect == rdma.ConnectCM {
-		return rdma.NewCMPair(a, b, spec.QP, cmStepTimeout)
+		return rdma.NewCMPair(a, b, spec.QP, cmStepTimeout, spec.ConnectParallel)
 	}
 	return rdma.NewLoopbackPair(a, b, spec.QP)
 }

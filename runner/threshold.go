@@ -88,6 +88,8 @@ type Env struct {
 	SetupP50        float64 `expr:"setup_p50"`
 	SetupP99        float64 `expr:"setup_p99"`
 	SetupMax        float64 `expr:"setup_max"`
+	// ConnectRate is a measure connect run's QPs connected per second.
+	ConnectRate float64 `expr:"connect_rate"`
 
 	// Counter returns a port counter's delta over the run, summed over the
 	// two sides: counter("rnr_nak_retry_err"). A name may be prefixed with
@@ -111,6 +113,7 @@ const (
 	anyRun metricKind = iota
 	latencyRun
 	bandwidthRun
+	connectRun
 )
 
 // envName documents one name of Env for error messages and reports.
@@ -164,6 +167,7 @@ var envNames = []envName{
 	{"setup_p50", "us", anyRun, "median set-up of a QP through the CM (the three steps together)"},
 	{"setup_p99", "us", anyRun, "99th percentile set-up of a QP through the CM"},
 	{"setup_max", "us", anyRun, "slowest set-up of a QP through the CM"},
+	{"connect_rate", "conn/s", connectRun, "QPs connected per second through the CM, first address resolution to last connection (measure connect)"},
 	{"counter", "", anyRun, `counter("name"): a port counter's delta, both sides`},
 }
 
@@ -524,6 +528,7 @@ func NewEnv(res *rdma.Result, linkGbps float64) Env {
 		e.ResolveRouteP50, e.ResolveRouteP99, e.ResolveRouteMax = us(c.ResolveRoute.P50), us(c.ResolveRoute.P99), us(c.ResolveRoute.Max)
 		e.ConnectP50, e.ConnectP99, e.ConnectMax = us(c.Connect.P50), us(c.Connect.P99), us(c.Connect.Max)
 		e.SetupP50, e.SetupP99, e.SetupMax = us(c.Total.P50), us(c.Total.P99), us(c.Total.Max)
+		e.ConnectRate = c.PerSecond
 	}
 	if b := res.Bandwidth; b != nil {
 		for _, d := range b.Directions {

@@ -212,7 +212,7 @@ func TestRecordCMSetup(t *testing.T) {
 	res.Connect = rdma.NewConnectStats([]rdma.CMTimes{
 		{ResolveAddr: time.Millisecond, ResolveRoute: time.Millisecond, Connect: 2 * time.Millisecond},
 		{ResolveAddr: time.Millisecond, ResolveRoute: time.Millisecond, Connect: 8 * time.Millisecond},
-	})
+	}, 14*time.Millisecond, 1)
 	m.Record(key, res, nil, time.Millisecond, time.Unix(1700000015, 0))
 	const want = `
 # HELP rdma_probe_cm_setup_seconds How long the slowest QP of the last connection through rdma_cm took to set up (address resolution, route resolution, connect to ESTABLISHED), in seconds; only for modules with connect: rdma_cm.

@@ -11,7 +11,7 @@ import (
 
 // cmSetupHeader names the columns of a case's connection set-up table:
 // per-QP times through the CM as the requester timed them, microseconds.
-var cmSetupHeader = []string{"size", "qps", "mode", "measure", "resolve_addr p50", "resolve_route p50", "connect p50", "connect p99", "connect max", "set-up p50", "set-up max"}
+var cmSetupHeader = []string{"size", "qps", "mode", "measure", "resolve_addr p50", "resolve_route p50", "connect p50", "connect p99", "connect max", "set-up p50", "set-up max", "at once", "conn/s"}
 
 // cmSetupRows are the rows of runs that connected through the CM; none
 // when no run of the case did.
@@ -27,6 +27,7 @@ func cmSetupRows(runs []Run) [][]string {
 			units.Micros(c.ResolveAddr.P50), units.Micros(c.ResolveRoute.P50),
 			units.Micros(c.Connect.P50), units.Micros(c.Connect.P99), units.Micros(c.Connect.Max),
 			units.Micros(c.Total.P50), units.Micros(c.Total.Max),
+			fmt.Sprint(c.Parallel), fmt.Sprintf("%.1f", c.PerSecond),
 		})
 	}
 	return rows

@@ -22,11 +22,13 @@ func Compact(w io.Writer, r *Report) error {
 	}
 	var lat, bw []Run
 	for _, run := range r.Runs {
-		if run.Spec.Measure == rdma.MeasureBandwidth {
+		switch run.Spec.Measure {
+		case rdma.MeasureBandwidth:
 			bw = append(bw, run)
-		} else {
+		case rdma.MeasureLatency:
 			lat = append(lat, run)
 		}
+		// A measure connect run has only its set-up, in the set-up table.
 	}
 	if first := firstResult(r.Runs); first != nil {
 		describeTest(w, first, r.Runs)

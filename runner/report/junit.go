@@ -165,6 +165,8 @@ func properties(run Run) []junitProperty {
 				junitProperty{step.name + "_p99_seconds", fmt.Sprint(step.s.P99 / 1e9)},
 				junitProperty{step.name + "_max_seconds", fmt.Sprint(step.s.Max / 1e9)})
 		}
+		p = append(p, junitProperty{"connect_parallel", fmt.Sprint(c.Parallel)},
+			junitProperty{"connections_per_second", fmt.Sprint(c.PerSecond)})
 	}
 	p = append(p, categoryProperties(run)...)
 	for _, v := range run.Verdicts {

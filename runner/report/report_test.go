@@ -68,7 +68,16 @@ func fixture() *Report {
 	cmRun.Connect = rdma.NewConnectStats([]rdma.CMTimes{
 		{ResolveAddr: 120 * time.Microsecond, ResolveRoute: 80 * time.Microsecond, Connect: 1800 * time.Microsecond},
 		{ResolveAddr: 90 * time.Microsecond, ResolveRoute: 60 * time.Microsecond, Connect: 2400 * time.Microsecond},
-	})
+	}, 4600*time.Microsecond, 1)
+	// A measure connect run: four QPs, two connecting at once.
+	connSpec := complete(rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureConnect, QPs: 4, Connect: rdma.ConnectCM, ConnectParallel: 2})
+	var connTimes []rdma.CMTimes
+	for i := range 4 {
+		connTimes = append(connTimes, rdma.CMTimes{ResolveAddr: time.Duration(100+10*i) * time.Microsecond, ResolveRoute: 70 * time.Microsecond, Connect: time.Duration(1500+300*i) * time.Microsecond})
+	}
+	connRun := &rdma.Result{Spec: connSpec, Requester: cmRun.Requester, Responder: cmRun.Responder, Sides: []rdma.SideSummary{},
+		Connect: rdma.NewConnectStats(connTimes, 4*time.Millisecond, 2)}
+	connRun.Elapsed = connRun.Connect.Elapsed
 	r := &Report{
 		Schema: Schema, Tool: "rdmarun test", Scenario: "fixture", File: "scenarios/fixture.yaml", Peer: "loopback",
 		Started: start, Finished: start.Add(42 * time.Second),
@@ -87,6 +96,8 @@ func fixture() *Report {
 			{Case: "write-bw", Index: 4, Status: Skipped, Spec: spec(rdma.MeasureBandwidth, 1<<20, 4, rdma.ModeEvent)},
 			{Case: "write-cm", Index: 5, Status: Passed, Spec: cmSpec, Result: cmRun, Seconds: 1,
 				Verdicts: []Verdict{{Expr: "connect_p99 < 5ms", Passed: true, Values: map[string]float64{"connect_p99": 2400}}}},
+			{Case: "cm-connect", Index: 0, Status: Passed, Spec: connSpec, Result: connRun, Seconds: 0.5,
+				Verdicts: []Verdict{{Expr: "connect_rate > 500", Passed: true, Values: map[string]float64{"connect_rate": 1000}}}},
 		},
 		Stopped: "abort_on_fail in case write-bw", StopReason: StopAbortOnFail,
 		Doctor: []DoctorEnd{
@@ -128,7 +139,7 @@ func TestWriters(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	s := fixture().Summary
-	if s != (Summary{Runs: 6, Passed: 3, Failed: 1, Errors: 1, Skipped: 1}) {
+	if s != (Summary{Runs: 7, Passed: 4, Failed: 1, Errors: 1, Skipped: 1}) {
 		t.Errorf("summary %+v", s)
 	}
 }
@@ -144,7 +155,7 @@ func TestJUnitParses(t *testing.T) {
 	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("not XML: %v", err)
 	}
-	if got.Tests != 6 || got.Failures != 1 || got.Errors != 1 || got.Skipped != 1 || len(got.Suites) != 3 {
+	if got.Tests != 7 || got.Failures != 1 || got.Errors != 1 || got.Skipped != 1 || len(got.Suites) != 4 {
 		t.Errorf("totals %+v", got)
 	}
 	f := got.Suites[0].Cases[1].Failure
@@ -169,8 +180,9 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Schema != Schema || len(back.Runs) != 6 || back.Runs[1].Verdicts[0].Values["p99"] != 900 || back.Runs[0].Result.Latency.OneWay.P50 != 20000 ||
-		back.Runs[5].Result.Connect == nil || back.Runs[5].Result.Connect.Connect.P99 != 2.4e6 || len(back.Runs[5].Result.Connect.QPs) != 2 || back.Runs[5].Spec.Connect != rdma.ConnectCM {
+	if back.Schema != Schema || len(back.Runs) != 7 || back.Runs[1].Verdicts[0].Values["p99"] != 900 || back.Runs[0].Result.Latency.OneWay.P50 != 20000 ||
+		back.Runs[5].Result.Connect == nil || back.Runs[5].Result.Connect.Connect.P99 != 2.4e6 || len(back.Runs[5].Result.Connect.QPs) != 2 || back.Runs[5].Spec.Connect != rdma.ConnectCM ||
+		back.Runs[6].Spec.Measure != rdma.MeasureConnect || back.Runs[6].Spec.ConnectParallel != 2 || back.Runs[6].Result.Connect.PerSecond != 1000 {
 		t.Errorf("round trip lost data: %+v", back)
 	}
 }
