@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -102,11 +103,15 @@ func firstResult(runs []Run) *rdma.Result {
 // resolved (devices, GIDs, path MTU) are only known once a test has run.
 func describeTest(w io.Writer, res *rdma.Result, runs []Run) {
 	s := res.Spec
-	measure := s.Measure.String()
-	for _, run := range runs {
-		if run.Spec.Measure != s.Measure {
-			measure = "latency and bandwidth"
+	var measures []string
+	for _, m := range []rdma.Measure{rdma.MeasureLatency, rdma.MeasureBandwidth, rdma.MeasureConnect} {
+		if slices.ContainsFunc(runs, func(r Run) bool { return r.Spec.Measure == m }) {
+			measures = append(measures, m.String())
 		}
+	}
+	measure := strings.Join(measures, " and ")
+	if len(measures) > 2 {
+		measure = strings.Join(measures[:len(measures)-1], ", ") + " and " + measures[len(measures)-1]
 	}
 	q, rq, rs := s.QP, res.Requester, res.Responder
 	fmt.Fprintf(w, "%s %s, %s port %d (GID %d, %s) -> %s port %d (GID %d), %s, path MTU %d B, %s, %d QP(s) on %d thread(s) per side\n",
