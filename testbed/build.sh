@@ -31,8 +31,13 @@ MODULES=(virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe ib_uverbs
 # Loaded by init.sh only for more than 2 hosts (TESTBED_HOSTS), so the
 # default 2-host boot does not pay for them.
 BRIDGE_MODULES=(bridge)
+# Loaded only with TESTBED_SIW=1: soft-iWARP, which Debian's kernel does
+# not build (CONFIG_RDMA_SIW is not set), so build_siw compiles it here
+# from Debian's source and headers packages. Its libcrc32c needs
+# crc32c_generic, which it does not declare.
+SIW_MODULES=(crc32c_generic siw)
 
-for tool in apt-cache apt-get dpkg-deb depmod modprobe cpio gzip sha256sum flock timeout; do
+for tool in apt-cache apt-get dpkg-deb depmod modprobe modinfo cpio gzip sha256sum flock timeout make gcc tar xz; do
     command -v "$tool" >/dev/null || die "missing host tool '$tool'"
 done
 [ -x /bin/busybox ] || die "/bin/busybox missing (install busybox-static)"
@@ -102,6 +107,55 @@ if [ ! -f "$KROOT/.complete" ]; then
 fi
 [ -f "$KROOT/boot/vmlinuz-$VER" ] || die "no boot/vmlinuz-$VER in $deb"
 
+# build_siw compiles soft-iWARP out of tree against the kernel's own
+# headers, once per kernel version (about 30 s: a 153 MB download, the
+# driver's folder out of the source tarball, a 15 s build), and puts it
+# into the unpacked kernel's modules as extra/siw.ko. The packages are
+# unpacked into the cache, never installed. The kernel image package's
+# version (6.1.192-3) names the source and headers packages to fetch.
+build_siw() {
+    local sdir=$CACHE/siw-$VER kver pkgs root hdr common src
+    if [ ! -f "$sdir/siw.ko" ]; then
+        kver=$(dpkg-deb -f "$deb" Version) || die "cannot read the version of $deb"
+        local series=${VER%%.0-*}  # 6.1
+        pkgs=("linux-source-$series=$kver" "linux-headers-$VER=$kver"
+              "linux-headers-${VER%-*}-common=$kver" "linux-kbuild-$series=$kver")
+        rm -rf "$sdir.tmp" && mkdir -p "$sdir.tmp/deb" "$sdir.tmp/root"
+        (cd "$sdir.tmp/deb" && timeout 600 apt-get download "${pkgs[@]}") >"$sdir.tmp/download.log" 2>&1 ||
+            { cat "$sdir.tmp/download.log" >&2; die "apt-get download ${pkgs[*]} failed (needed for soft-iWARP)"; }
+        root=$sdir.tmp/root
+        for d in "$sdir.tmp"/deb/linux-headers-*.deb "$sdir.tmp"/deb/linux-kbuild-*.deb; do
+            timeout 120 dpkg-deb -x "$d" "$root" || die "dpkg-deb -x $d failed"
+        done
+        hdr=$root/usr/src/linux-headers-$VER
+        common=$root/usr/src/linux-headers-${VER%-*}-common
+        [ -f "$hdr/Makefile" ] && [ -d "$common" ] || die "the headers of $VER are not where expected in $root"
+        # The headers' Makefile includes the common part by its installed
+        # path; its scripts links are relative and resolve inside root.
+        echo "include $common/Makefile" >"$hdr/Makefile"
+        src=$sdir.tmp/src
+        mkdir -p "$src"
+        dpkg-deb --fsys-tarfile "$sdir.tmp"/deb/linux-source-*.deb |
+            tar -xO "./usr/src/linux-source-$series.tar.xz" |
+            timeout 300 tar -xJ -C "$src" "linux-source-$series/drivers/infiniband/sw/siw/" ||
+            die "cannot take drivers/infiniband/sw/siw out of linux-source-$series"
+        src=$src/linux-source-$series/drivers/infiniband/sw/siw
+        timeout 600 make -s -C "$hdr" M="$src" CONFIG_RDMA_SIW=m modules >"$sdir.tmp/build.log" 2>&1 ||
+            { tail -n 30 "$sdir.tmp/build.log" >&2; die "building siw.ko failed"; }
+        modinfo -F vermagic "$src/siw.ko" | grep -q "^$VER " ||
+            die "siw.ko was built for '$(modinfo -F vermagic "$src/siw.ko")', not $VER"
+        rm -rf "$sdir" && mkdir -p "$sdir"
+        cp "$src/siw.ko" "$sdir/siw.ko"
+        rm -rf "$sdir.tmp"
+    fi
+    mkdir -p "$KROOT/lib/modules/$VER/extra"
+    cmp -s "$sdir/siw.ko" "$KROOT/lib/modules/$VER/extra/siw.ko" || {
+        cp "$sdir/siw.ko" "$KROOT/lib/modules/$VER/extra/siw.ko"
+        timeout 120 depmod -b "$KROOT" "$VER" || die "depmod -b $KROOT $VER failed"
+    }
+}
+build_siw
+
 # Under TCG, the bzImage spends ~4 s decompressing itself before the kernel
 # starts. QEMU can instead boot the uncompressed ELF directly through its
 # PVH entry point (CONFIG_PVH), so unpack the payload once here. The boot
@@ -157,6 +211,8 @@ order=()
 resolve order "${MODULES[@]}"
 bridge_order=()
 resolve bridge_order "${BRIDGE_MODULES[@]}"
+siw_order=()
+resolve siw_order "${SIW_MODULES[@]}"
 
 # Assemble the initramfs tree in a scratch directory, then swap it in.
 TREE=$CACHE/initramfs.tmp
@@ -187,6 +243,7 @@ copy_modules() {
 }
 copy_modules "$TREE/etc/testbed-modules" "${order[@]}"
 copy_modules "$TREE/etc/testbed-modules-bridge" "${bridge_order[@]}"
+copy_modules "$TREE/etc/testbed-modules-siw" "${siw_order[@]}"
 # A modules.dep for just these modules lets busybox modprobe (used by the
 # kernel for on-demand loads) find them.
 for f in modules.builtin modules.builtin.modinfo modules.order; do
@@ -208,5 +265,5 @@ echo "$STAMP_WANT" >"$CACHE/stamp"
 end=$(date +%s%N)
 ms=$(( (end - start) / 1000000 ))
 printf 'testbed: built kernel %s and initramfs (%d modules, %d KiB) in %d.%01d s into %s\n' \
-    "$VER" "$(( ${#order[@]} + ${#bridge_order[@]} ))" "$(( $(stat -c %s "$CACHE/initrd.img") / 1024 ))" \
+    "$VER" "$(( ${#order[@]} + ${#bridge_order[@]} + ${#siw_order[@]} ))" "$(( $(stat -c %s "$CACHE/initrd.img") / 1024 ))" \
     $((ms / 1000)) $((ms % 1000 / 100)) "$CACHE"

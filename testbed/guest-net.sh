@@ -3,7 +3,7 @@
 # chroot on the host's root file system (init.sh calls it), so it uses the
 # host's ip and rdma tools.
 #
-#   guest-net.sh [HOSTS]     HOSTS: 2 (default) to 10
+#   guest-net.sh [HOSTS [SIW]]     HOSTS: 2 (default) to 10; SIW: 1 adds soft-iWARP
 #
 # Host i (0-based) is rxe<i> on veth<i> with 10.0.0.<i+1>/24, port ACTIVE,
 # and RoCE traffic between any two hosts really crosses their veths (so
@@ -26,6 +26,7 @@ set -eu
 fail() { echo "testbed-net: $*" >&2; exit 1; }
 
 hosts=${1:-2}
+siw=${2:-0}
 case $hosts in
     [2-9]|10) ;;
     *) fail "TESTBED_HOSTS must be a whole number from 2 to 10 (got '$hosts')" ;;
@@ -153,3 +154,42 @@ while [ $i -lt "$hosts" ]; do
     done
     i=$((i + 1))
 done
+
+# Soft-iWARP (SIW=1, two hosts): siw0 and siw1 on a veth pair of their
+# own, iwveth0 (10.0.1.1) and iwveth1 (10.0.1.2), routed like the RoCE
+# pair. Not beside rxe on veth0/veth1: the CM binds an address to the
+# first RDMA device on its netdev, so the iWARP devices there would get
+# rxe's connections (or rxe theirs).
+if [ "$siw" = 1 ]; then
+    {
+        echo "link add iwveth0 type veth peer name iwveth1"
+        echo "addr add 10.0.1.1/24 dev iwveth0"
+        echo "addr add 10.0.1.2/24 dev iwveth1"
+        echo "link set iwveth0 up"
+        echo "link set iwveth1 up"
+        echo "rule add pref 50 to 10.0.1.1 oif iwveth0 lookup local"
+        echo "rule add pref 51 to 10.0.1.2 oif iwveth1 lookup local"
+        echo "rule add pref 52 oif iwveth0 lookup 60"
+        echo "rule add pref 53 oif iwveth1 lookup 61"
+        echo "rule add pref 54 from 10.0.1.1 to 10.0.1.2 iif lo lookup 60"
+        echo "rule add pref 55 from 10.0.1.2 to 10.0.1.1 iif lo lookup 61"
+        echo "route add 10.0.1.0/24 dev iwveth0 src 10.0.1.1 table 60"
+        echo "route add 10.0.1.0/24 dev iwveth1 src 10.0.1.2 table 61"
+    } | ip -batch - || fail "ip setup of the iWARP pair failed"
+    for dev in iwveth0 iwveth1; do
+        echo 1 >/proc/sys/net/ipv4/conf/$dev/accept_local
+        echo 0 >/proc/sys/net/ipv4/conf/$dev/rp_filter
+    done
+    printf 'link add siw0 type siw netdev iwveth0\nlink add siw1 type siw netdev iwveth1\n' |
+        rdma -b - || fail "rdma link add siw failed (is siw loaded? TESTBED_SIW=1 loads it)"
+    n=0
+    for dev in siw0 siw1; do
+        while :; do
+            read -r state </sys/class/infiniband/$dev/ports/1/state || state=
+            case $state in *ACTIVE*) break ;; esac
+            n=$((n + 1))
+            [ $n -lt 200 ] || fail "$dev port not ACTIVE after 10 s (state: $state)"
+            sleep 0.05
+        done
+    done
+fi

@@ -72,6 +72,13 @@ if [ "${TB_HOSTS:-2}" -gt 2 ]; then
     done </etc/testbed-modules-bridge
 fi
 
+# Soft-iWARP only when asked for (TESTBED_SIW=1; see guest-net.sh).
+if [ "${TB_SIW:-0}" = 1 ]; then
+    while read -r mod; do
+        insmod "$mod" || fail "insmod $mod failed"
+    done </etc/testbed-modules-siw
+fi
+
 # The guest gets a private /tmp, but the repository (or the caller's
 # working directory) may live under the host's /tmp, as in a CI clone.
 # Keep the host's /tmp reachable and bind those folders back in place.
@@ -99,7 +106,7 @@ stty -F /dev/ttyS2 -opost
 stage mounts
 reached mounts
 
-chroot /host /bin/sh "$TB_NETSCRIPT" "${TB_HOSTS:-2}" </dev/null >/dev/console 2>&1 ||
+chroot /host /bin/sh "$TB_NETSCRIPT" "${TB_HOSTS:-2}" "${TB_SIW:-0}" </dev/null >/dev/console 2>&1 ||
     fail "network setup ($TB_NETSCRIPT) failed"
 
 # The guest-side timeout fires a little before the host's, so a hanging

@@ -30,6 +30,9 @@
 #
 # Environment:
 #   TESTBED_HOSTS=N     number of soft-RoCE hosts, 2 to 10 (default 2)
+#   TESTBED_SIW=1       also soft-iWARP: siw0 and siw1 on their own veth
+#                       pair, iwveth0 (10.0.1.1) and iwveth1 (10.0.1.2);
+#                       two hosts only
 #   TESTBED_TIMEOUT=N   overall limit in seconds, default 600 (--timeout wins)
 #   TESTBED_BOOT_LIMIT=N  seconds the guest may take to start the command,
 #                       default 180 (a boot takes ~7 s; at most the timeout)
@@ -84,6 +87,10 @@ kernel_limit_s=${TESTBED_KERNEL_LIMIT:-60}
 hosts=${TESTBED_HOSTS:-2}
 [[ $hosts =~ ^([2-9]|10)$ ]] ||
     die "TESTBED_HOSTS must be a whole number from 2 to 10 (got '$hosts')"
+
+siw=${TESTBED_SIW:-0}
+[[ $siw =~ ^[01]$ ]] || die "TESTBED_SIW must be 0 or 1 (got '$siw')"
+[ "$siw" = 0 ] || [ "$hosts" = 2 ] || die "TESTBED_SIW=1 needs TESTBED_HOSTS=2 (got $hosts)"
 
 extra_env=()
 if [ -n "${TESTBED_ENV:-}" ]; then
@@ -158,6 +165,7 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
     echo "TB_SHARE=$(q "$SHARE")"
     echo "TB_NETSCRIPT=$(q "$HERE/guest-net.sh")"
     echo "TB_HOSTS=$hosts"
+    echo "TB_SIW=$siw"
     echo "TB_TIMEOUT=$guest_timeout"
     echo "TB_VERBOSE=$(q "${TESTBED_VERBOSE:-}")"
     echo "TB_PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -177,6 +185,7 @@ q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
     echo "cd -- $(q "$PWD") || exit 125"
     echo "export TESTBED_RUN_DIR=$(q "$SHARE")"
     echo "export TESTBED_HOSTS=$hosts"
+    echo "export TESTBED_SIW=$siw"
     for kv in "${extra_env[@]}"; do echo "export $(q "$kv")"; done
     printf 'exec'
     for a in "$@"; do printf ' %s' "$(q "$a")"; done
