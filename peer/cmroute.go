@@ -203,7 +203,7 @@ func (s *Server) expectCM(ep *rdma.Endpoint) (*cmSession, error) {
 	if r == nil {
 		return nil, errors.New("this responder does not listen for rdma_cm connections (rdmarun serve listens on --cm-port unless --no-cm, and says at start why it could not); use connect: exchange, or fix the responder")
 	}
-	ip, err := rdma.CMAddress(ep.Info())
+	ip, err := ep.CMAddress()
 	if err != nil {
 		return nil, err
 	}

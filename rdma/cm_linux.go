@@ -10,8 +10,10 @@ package rdma
 import "C"
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -92,12 +94,57 @@ func cmIP(addr netip.Addr) *C.uint8_t {
 	return p
 }
 
-// cmSource is the address the endpoint's QPs connect from (cmAddress),
-// so that the CM binds the connection to this device, not to whichever
-// device routing picks (measured: without it, a connection from rxe1 to
-// 10.0.0.1 resolved to rxe0).
-func (e *Endpoint) cmSource() (netip.Addr, error) {
+// CMAddress is the address the endpoint's QPs connect from, or listen
+// on, through the CM, so that the CM binds them to this device, not to
+// whichever device routing picks (measured: without it, a connection from
+// rxe1 to 10.0.0.1 resolved to rxe0). On RoCE it is the GID's address
+// (cmAddress); an iWARP device's GID holds its netdev's MAC, so it is
+// that netdev's address.
+func (e *Endpoint) CMAddress() (netip.Addr, error) {
+	if e.transport == TransportIWARP {
+		return iwarpAddress(e.cfg.Device, e.gid.GID)
+	}
 	return cmAddress(e.cfg.Device, e.gid.Index, e.gid.GID, e.gid.Type)
+}
+
+// iwarpAddress is the first IPv4 address (else global IPv6 address) of
+// the netdev whose MAC an iWARP device's GID carries in its first six
+// bytes, as siw and the iWARP NICs' drivers fill it.
+func iwarpAddress(device string, gid GIDAddr) (netip.Addr, error) {
+	if len(gid) < 6 {
+		return netip.Addr{}, fmt.Errorf("rdma: %s has no GID to find its netdev by", device)
+	}
+	mac := net.HardwareAddr(gid[:6])
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("rdma: listing netdevs for %s: %w", device, err)
+	}
+	for _, ifc := range ifs {
+		if !bytes.Equal(ifc.HardwareAddr, mac) {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		var v6 netip.Addr
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, _ := netip.AddrFromSlice(n.IP)
+			ip = ip.Unmap()
+			switch {
+			case ip.Is4():
+				return ip, nil
+			case ip.IsGlobalUnicast() && !v6.IsValid():
+				v6 = ip
+			}
+		}
+		if v6.IsValid() {
+			return v6, nil
+		}
+		return netip.Addr{}, fmt.Errorf("rdma: %s (iWARP) sits on %s, which has no IPv4 or global IPv6 address for the CM to bind to", device, ifc.Name)
+	}
+	return netip.Addr{}, fmt.Errorf("rdma: no netdev has %s's MAC %s (from its GID); is its netdev up?", device, mac)
 }
 
 // cmConn is what the CM's attributes are overridden with: the test's
@@ -163,7 +210,7 @@ func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, a
 	if parallel < 1 {
 		return fmt.Errorf("rdma: %d QPs connecting at once; want at least 1", parallel)
 	}
-	src, err := e.cmSource()
+	src, err := e.CMAddress()
 	if err != nil {
 		return err
 	}
@@ -264,7 +311,13 @@ func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, a
 			if rc != 0 {
 				return fail(d, 0, 0, syscall.Errno(rc), 0, "")
 			}
-		case d.step == "connect" && got == CMConnectResponse:
+		case d.step == "connect" && got == CMEstablished && e.transport == TransportIWARP:
+			// iWARP's CM moves the QP to RTS itself, and has no
+			// response to answer: the connection is up.
+			t.Connect = time.Since(d.begin)
+			delete(live, d.id)
+			done++
+		case d.step == "connect" && got == CMConnectResponse && e.transport != TransportIWARP:
 			var stage C.int
 			if rc := C.rr_cm_qp_ready(d.id, e.qps[d.qp], &c, &stage); rc != 0 {
 				return cmReadyErr(e.cfg.Device, stage, rc)
@@ -528,8 +581,10 @@ func (e *Endpoint) AcceptCM(r *CMRequest, qp int, attrs QPAttrs) error {
 	e.cmTimes[qp] = CMTimes{}
 	begin := time.Now()
 	var stage C.int
-	if rc := C.rr_cm_qp_ready(id, e.qps[qp], &c, &stage); rc != 0 {
-		return cmReadyErr(e.cfg.Device, stage, rc)
+	if e.transport != TransportIWARP { // iWARP's CM moves the QP itself
+		if rc := C.rr_cm_qp_ready(id, e.qps[qp], &c, &stage); rc != 0 {
+			return cmReadyErr(e.cfg.Device, stage, rc)
+		}
 	}
 	if rc := C.rr_cm_connect(id, e.qps[qp].qp_num, &c, nil, 0, 1); rc != 0 {
 		return fail("accept", 0, 0, syscall.Errno(rc), 0, "")

@@ -3,7 +3,6 @@ package rdma
 import (
 	"fmt"
 	"math"
-	"net/netip"
 	"slices"
 	"time"
 )
@@ -117,10 +116,4 @@ func summaryOfDurations(v []time.Duration) Summary {
 		Stddev: math.Sqrt(math.Max(sumsq/float64(n)-mean*mean, 0)),
 		P50:    rank(50), P90: rank(90), P99: rank(99), P999: rank(99.9), P9999: rank(99.99),
 	}
-}
-
-// CMAddress is the IP address the CM connects to for the peer described
-// by info: its GID's address (see cmAddress).
-func CMAddress(info EndpointInfo) (netip.Addr, error) {
-	return cmAddress(info.Device, info.GIDIndex, info.GID, info.GIDType)
 }

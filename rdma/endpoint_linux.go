@@ -79,6 +79,10 @@ type Endpoint struct {
 	cmTimes    []CMTimes
 	cmAccepted []time.Time
 	cmElapsed  time.Duration
+	// transport is what the device speaks; atomics whether its
+	// attributes offer atomic operations (checkCapable).
+	transport Transport
+	atomics   bool
 }
 
 // rxCounters are the port counters that count packets the port received,
@@ -133,6 +137,22 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	e.rxCount, e.rxCountName = openRxCounter(cfg.Device, cfg.Port)
 	if e.ctx, err = openContext(cfg.Device); err != nil {
 		return nil, err
+	}
+	var attr C.struct_ibv_device_attr
+	if rc := C.ibv_query_device(e.ctx, &attr); rc != 0 {
+		return nil, rcErr("ibv_query_device", cfg.Device, rc)
+	}
+	e.atomics = attr.atomic_cap != C.IBV_ATOMIC_NONE
+	switch {
+	case e.ctx.device.transport_type == C.IBV_TRANSPORT_IWARP:
+		e.transport = TransportIWARP
+	case port.LinkLayer == "Ethernet":
+		e.transport = TransportRoCE
+	default:
+		e.transport = TransportIB
+	}
+	if e.transport == TransportIWARP && cfg.QPType != RC {
+		return nil, fmt.Errorf("rdma: %s is an iWARP device, which has reliable connected (rc) QPs only, not %s", cfg.Device, cfg.QPType)
 	}
 	if e.pd, err = C.ibv_alloc_pd(e.ctx); e.pd == nil {
 		return nil, verbsErr("ibv_alloc_pd", cfg.Device, err)
@@ -201,6 +221,15 @@ func randomPSN() uint32 {
 	return binary.LittleEndian.Uint32(b[:]) & 0xffffff
 }
 
+// Transport is what the endpoint's device speaks.
+func (e *Endpoint) Transport() Transport { return e.transport }
+
+// Capable says why the endpoint's device cannot run spec, naming its
+// transport or the attribute it lacks; nil when it can.
+func (e *Endpoint) Capable(spec Test) error {
+	return checkCapable(e.cfg.Device, e.transport, e.atomics, spec)
+}
+
 // Info describes the endpoint to its peer.
 func (e *Endpoint) Info() EndpointInfo {
 	qpns := make([]uint32, len(e.qps))
@@ -256,6 +285,9 @@ func (e *Endpoint) recvArea(i int) []byte {
 func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
 	if err := attrs.Validate(); err != nil {
 		return err
+	}
+	if e.transport == TransportIWARP {
+		return fmt.Errorf("%w (%s)", ErrIWARPExchange, e.cfg.Device)
 	}
 	a := attrs
 	if len(remote.QPNs) != len(e.qps) || len(remote.PSNs) != len(e.qps) {

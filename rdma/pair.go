@@ -62,7 +62,7 @@ func NewCMPair(requester, responder EndpointConfig, attrs QPAttrs, timeout time.
 	}
 	a, b := p.Requester, p.Responder
 	info := b.Info()
-	addr, err := cmAddress(info.Device, info.GIDIndex, info.GID, info.GIDType)
+	addr, err := b.CMAddress()
 	if err != nil {
 		p.Close()
 		return nil, err

@@ -89,6 +89,9 @@ func (e *Endpoint) Prepare(spec Test, side int, role Role, peer EndpointInfo) (*
 	if err := e.fits(spec); err != nil {
 		return nil, err
 	}
+	if err := e.Capable(spec); err != nil {
+		return nil, err
+	}
 	if len(peer.QPNs) != spec.QPs {
 		return nil, fmt.Errorf("rdma: the peer has %d QPs, the test wants %d", len(peer.QPNs), spec.QPs)
 	}

@@ -86,6 +86,15 @@ func (*Endpoint) AwaitCM(QPAttrs, time.Time) error { return ErrNotSupported }
 // CMElapsed returns nothing in this build.
 func (*Endpoint) CMElapsed() time.Duration { return 0 }
 
+// CMAddress needs librdmacm; this build has none.
+func (*Endpoint) CMAddress() (netip.Addr, error) { return netip.Addr{}, ErrNotSupported }
+
+// Transport is unknown in this build.
+func (*Endpoint) Transport() Transport { return "" }
+
+// Capable needs libibverbs; this build has none.
+func (*Endpoint) Capable(Test) error { return ErrNotSupported }
+
 // CMTimes returns nothing in this build.
 func (*Endpoint) CMTimes() []CMTimes { return nil }
 
