@@ -91,7 +91,10 @@ type Device struct {
 	Parent   string `json:"parent,omitempty"` // the netdev a software device (rxe, siw) sits on
 	NodeGUID string `json:"node_guid"`
 	NodeType string `json:"node_type,omitempty"`
-	FWVer    string `json:"fw_ver,omitempty"`
+	// Transport is what the device speaks: InfiniBand, RoCE or iWARP
+	// (an RNIC node), which decides how it connects and what it runs.
+	Transport Transport `json:"transport"`
+	FWVer     string    `json:"fw_ver,omitempty"`
 	Ports    []Port `json:"ports"`
 }
 
@@ -243,6 +246,7 @@ func deviceFromSysfs(sd sysfs.Device) (Device, error) {
 		}
 		d.Ports = append(d.Ports, p)
 	}
+	d.Transport = transportOf(d)
 	return d, nil
 }
 

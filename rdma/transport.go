@@ -3,6 +3,7 @@ package rdma
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Transport is the RDMA transport a device speaks, which decides how its
@@ -48,3 +49,24 @@ func withoutImm(op Op) Op {
 
 // ErrIWARPExchange is what Connect returns on an iWARP device.
 var ErrIWARPExchange = errors.New("rdma: an iWARP device's QPs connect only through the CM; set connect: rdma_cm")
+
+// transportOf tells a device's transport from sysfs: node type 4 is an
+// RNIC (iWARP); otherwise an Ethernet port is RoCE.
+func transportOf(d Device) Transport {
+	switch {
+	case strings.HasPrefix(d.NodeType, "4:") || strings.Contains(d.NodeType, "RNIC"):
+		return TransportIWARP
+	case len(d.Ports) > 0 && d.Ports[0].LinkLayer == "Ethernet":
+		return TransportRoCE
+	}
+	return TransportIB
+}
+
+// TransportNote says what follows from a transport for someone choosing
+// tests: "" when nothing is out of the ordinary.
+func TransportNote(t Transport) string {
+	if t == TransportIWARP {
+		return "iWARP: RC QPs only, connected only through the CM (connect: rdma_cm, over TCP); no immediate data (send_imm, write_imm); an RDMA Read's local sink needs remote write access (rdmarun registers it so)"
+	}
+	return ""
+}

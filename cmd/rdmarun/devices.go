@@ -59,16 +59,21 @@ func runDevices(w io.Writer, asJSON bool) error {
 
 func printDevices(w io.Writer, devs []rdma.Device) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tDRIVER\tPORT\tSTATE\tPHYS\tLINK\tMTU\tRATE\tLID\tNODE GUID")
+	fmt.Fprintln(tw, "DEVICE\tDRIVER\tTRANSPORT\tPORT\tSTATE\tPHYS\tLINK\tMTU\tRATE\tLID\tNODE GUID")
 	for _, d := range devs {
 		for _, p := range d.Ports {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
-				d.Name, orDash(d.Driver), p.Num, p.State, p.PhysState, p.LinkLayer,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
+				d.Name, orDash(d.Driver), d.Transport, p.Num, p.State, p.PhysState, p.LinkLayer,
 				mtuText(p.ActiveMTU), rateText(p.RateGbps), p.LID, d.NodeGUID)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, d := range devs {
+		if note := rdma.TransportNote(d.Transport); note != "" {
+			fmt.Fprintf(w, "%s: %s\n", d.Name, note)
+		}
 	}
 	for _, d := range devs {
 		for _, p := range d.Ports {
