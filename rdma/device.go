@@ -95,7 +95,7 @@ type Device struct {
 	// (an RNIC node), which decides how it connects and what it runs.
 	Transport Transport `json:"transport"`
 	FWVer     string    `json:"fw_ver,omitempty"`
-	Ports    []Port `json:"ports"`
+	Ports     []Port    `json:"ports"`
 }
 
 // Port returns the port numbered n.
