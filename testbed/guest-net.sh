@@ -140,20 +140,25 @@ while [ $i -lt "$hosts" ]; do
     i=$((i + 1))
 done | rdma -b - || fail "rdma link add failed (is crc32_generic loaded before rdma_rxe?)"
 
-# The ports turn ACTIVE once the veths carry link; usually at once. Wait at
-# most ~10 s in all, reading sysfs with builtins.
-n=0 i=0
-while [ $i -lt "$hosts" ]; do
-    dev=rxe$i
-    while :; do
-        read -r state </sys/class/infiniband/$dev/ports/1/state || state=
-        case $state in *ACTIVE*) break ;; esac
-        n=$((n + 1))
-        [ $n -lt 200 ] || fail "$dev port not ACTIVE after 10 s (state: $state)"
-        sleep 0.05
+# The ports turn ACTIVE once the veths carry link; usually at once.
+# wait_active DEV... waits at most ~10 s in all, reading sysfs with
+# builtins.
+wait_active() {
+    n=0
+    for dev in "$@"; do
+        while :; do
+            read -r state </sys/class/infiniband/$dev/ports/1/state || state=
+            case $state in *ACTIVE*) break ;; esac
+            n=$((n + 1))
+            [ $n -lt 200 ] || fail "$dev port not ACTIVE after 10 s (state: $state)"
+            sleep 0.05
+        done
     done
-    i=$((i + 1))
-done
+}
+i=0 devs=
+while [ $i -lt "$hosts" ]; do devs="$devs rxe$i"; i=$((i + 1)); done
+# shellcheck disable=SC2086 # a list of device names
+wait_active $devs
 
 # Soft-iWARP (SIW=1, two hosts): siw0 and siw1 on a veth pair of their
 # own, iwveth0 (10.0.1.1) and iwveth1 (10.0.1.2), routed like the RoCE
@@ -182,14 +187,5 @@ if [ "$siw" = 1 ]; then
     done
     printf 'link add siw0 type siw netdev iwveth0\nlink add siw1 type siw netdev iwveth1\n' |
         rdma -b - || fail "rdma link add siw failed (is siw loaded? TESTBED_SIW=1 loads it)"
-    n=0
-    for dev in siw0 siw1; do
-        while :; do
-            read -r state </sys/class/infiniband/$dev/ports/1/state || state=
-            case $state in *ACTIVE*) break ;; esac
-            n=$((n + 1))
-            [ $n -lt 200 ] || fail "$dev port not ACTIVE after 10 s (state: $state)"
-            sleep 0.05
-        done
-    done
+    wait_active siw0 siw1
 fi
