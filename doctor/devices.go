@@ -59,6 +59,7 @@ func readDevices(root string, verbs []rdma.Device) ([]device, error) {
 			}
 			d.Ports = append(d.Ports, p)
 		}
+		d.Transport = rdma.TransportOf(d.Device)
 		devs = append(devs, d)
 	}
 	return devs, nil

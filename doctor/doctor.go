@@ -30,7 +30,11 @@ func (t *target) deviceCheck(name, expected string) Check {
 	return Check{Name: name, Device: t.dev.Name, Expected: expected}
 }
 
-func (t *target) roce() bool { return t.port.LinkLayer == "Ethernet" }
+func (t *target) roce() bool { return t.port.LinkLayer == "Ethernet" && !t.iwarp() }
+
+// iwarp reports an iWARP device (an RNIC, or siw): Ethernet too, but its
+// traffic is TCP's, addressed by IP through the CM rather than by GID.
+func (t *target) iwarp() bool { return t.dev.Transport == rdma.TransportIWARP }
 
 // soft reports a software device, whose link, PCIe and congestion
 // checks have nothing to look at.
@@ -77,6 +81,7 @@ func Run(env Env) Report {
 				r.Checks = append(r.Checks,
 					checkUverbs(env, dev.Name),
 					checkSoftRoCE(t),
+					checkTransport(t),
 					checkPCIeSpeed(t),
 					checkPCIeWidth(t),
 					checkPCIeBandwidth(t),

@@ -25,6 +25,7 @@ var fixtures = []struct {
 	{"bnxt-roce", nil},
 	{"mlx5-ib", nil},
 	{"rxe", nil},
+	{"siw", nil},
 	// PCIe x8 of x16, MTU 1500 on the netdev under an active MTU of 4096,
 	// governor powersave, memlock 64 KiB.
 	{"broken", []string{"cpu.governor", "limits.memlock", "mtu.netdev", "pcie.width"}},
@@ -69,6 +70,29 @@ func TestFixtures(t *testing.T) {
 			golden.Check(t, f.host+".golden.txt", text.Bytes())
 			golden.Check(t, f.host+".golden.json", js.Bytes())
 		})
+	}
+}
+
+// TestIWARPNotJudgedAsRoCE: an iWARP port is Ethernet too, but its
+// traffic is TCP's, addressed by IP: the RoCE checks (GID, PFC, ECN,
+// the netdev's MTU against RoCE headers) do not apply to it, where a
+// healthy siw0 once read as a warning and four cannot_tells, and the
+// transport line says what iWARP implies.
+func TestIWARPNotJudgedAsRoCE(t *testing.T) {
+	r := runFixture(t, "siw")
+	for _, name := range []string{"gid.roce_v2_ipv4", "roce.ecn", "roce.pfc", "roce.trust", "roce.pause", "mtu.netdev"} {
+		if c := statusOf(t, r, name); c.Status != NotApplicable || !strings.HasPrefix(c.Found, "iWARP") {
+			t.Errorf("%s on siw0: %s %q, want not_applicable naming iWARP", name, c.Status, c.Found)
+		}
+	}
+	if c := statusOf(t, r, "device.transport"); c.Status != OK || !strings.Contains(c.Found, "connected only through the CM") {
+		t.Errorf("device.transport on siw0: %s %q, want ok saying the QPs connect through the CM", c.Status, c.Found)
+	}
+	if c := statusOf(t, r, "device.kind"); c.Found != "siw" {
+		t.Errorf("device.kind on siw0 found %q, want the siw driver named", c.Found)
+	}
+	if c := statusOf(t, runFixture(t, "mlx5-roce"), "device.transport"); c.Status != OK || c.Found != "RoCE" {
+		t.Errorf("device.transport on mlx5-roce: %s %q, want ok RoCE", c.Status, c.Found)
 	}
 }
 

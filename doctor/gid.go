@@ -18,6 +18,9 @@ func checkGID(t *target) Check {
 	if !t.roce() {
 		c.Expected = "a populated GID"
 		c.Status, c.Found = NotApplicable, "InfiniBand: tests address the port by LID and GID index 0"
+		if t.iwarp() {
+			c.Status, c.Found = NotApplicable, "iWARP: the CM reaches the port by its netdev's IP address, not by a GID"
+		}
 		if len(t.port.GIDs) == 0 {
 			c.Status, c.Found = Fail, "no populated GID"
 			c.Cost = "tests cannot address the port"

@@ -49,9 +49,12 @@ func checkActiveMTU(t *target) Check {
 	}
 	c.Status = Warn
 	c.Cost = fmt.Sprintf("messages go in %d-byte packets: %d times the packets of %d-byte ones, more header bytes and a lower rate for large messages", active, maximum/active, maximum)
-	if t.roce() {
+	switch {
+	case t.iwarp():
+		c.Fix = "raise the netdev's MTU, on the switch and the peer too"
+	case t.roce():
 		c.Fix = fmt.Sprintf("raise the netdev's MTU to at least %d (%d + %d B of RoCE headers), on the switch and the peer too", maximum+roceHeaders, maximum, roceHeaders)
-	} else {
+	default:
 		c.Fix = "raise the partition's MTU in the subnet manager (opensm partitions.conf mtu=5 for 4096)"
 	}
 	return c
@@ -63,6 +66,10 @@ func checkActiveMTU(t *target) Check {
 // carry, and switches configured like the netdev drop them.
 func checkNetdevMTU(t *target) Check {
 	c := t.portCheck("mtu.netdev", fmt.Sprintf("the netdev's MTU at least the port's active MTU + %d B of RoCE headers", roceHeaders))
+	if t.iwarp() {
+		c.Status, c.Found = NotApplicable, "iWARP: TCP cuts the traffic to the netdev's MTU itself"
+		return c
+	}
 	if !t.roce() {
 		c.Status, c.Found = NotApplicable, "InfiniBand: no Ethernet netdev carries the traffic"
 		return c

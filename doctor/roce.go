@@ -36,6 +36,8 @@ func checkSoftRoCE(t *target) Check {
 // or "" when it does.
 func (t *target) congestionNA() string {
 	switch {
+	case t.iwarp():
+		return "iWARP: TCP carries the traffic and recovers its own losses; RoCE's PFC and ECN settings do not apply"
 	case !t.roce():
 		return "InfiniBand: credit-based flow control, no PFC or ECN settings on the host"
 	case t.soft():

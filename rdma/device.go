@@ -246,7 +246,7 @@ func deviceFromSysfs(sd sysfs.Device) (Device, error) {
 		}
 		d.Ports = append(d.Ports, p)
 	}
-	d.Transport = transportOf(d)
+	d.Transport = TransportOf(d)
 	return d, nil
 }
 

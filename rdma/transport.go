@@ -50,9 +50,9 @@ func withoutImm(op Op) Op {
 // ErrIWARPExchange is what Connect returns on an iWARP device.
 var ErrIWARPExchange = errors.New("rdma: an iWARP device's QPs connect only through the CM; set connect: rdma_cm")
 
-// transportOf tells a device's transport from sysfs: node type 4 is an
+// TransportOf tells a device's transport from sysfs: node type 4 is an
 // RNIC (iWARP); otherwise an Ethernet port is RoCE.
-func transportOf(d Device) Transport {
+func TransportOf(d Device) Transport {
 	switch {
 	case strings.HasPrefix(d.NodeType, "4:") || strings.Contains(d.NodeType, "RNIC"):
 		return TransportIWARP

@@ -95,7 +95,8 @@ func readDevice(fsys fs.FS, name string, parts Parts) Device {
 		dev.NodeType, _ = d.read("node_type", false)
 		dev.FWVer, _ = d.read("fw_ver", false)
 		dev.Parent, _ = d.read("parent", false)
-		dev.Driver = driver(fsys, name, dev.Parent)
+		desc, _ := d.read("node_desc", false)
+		dev.Driver = driver(fsys, name, dev.Parent, desc)
 	}
 	entries, err := fs.ReadDir(fsys, path.Join(name, "ports"))
 	if err != nil {
@@ -115,22 +116,23 @@ func readDevice(fsys fs.FS, name string, parts Parts) Device {
 }
 
 // driver is the kernel module behind the device. A device on a bus links
-// to its driver. Software devices have no bus device; their parent file
-// names the netdev they sit on, and the kernel's own naming of them gives
-// the module. An unknown driver is left empty, not reported, since its
-// absence is normal.
-func driver(fsys fs.FS, name, parent string) string {
+// to its driver. Software devices have no bus device: soft-RoCE's parent
+// file names the netdev it sits on, and the kernel's naming of it gives
+// the module; siw has no parent file (6.1) but a node description of its
+// own. An unknown driver is left empty, not reported, since its absence
+// is normal.
+func driver(fsys fs.FS, name, parent, nodeDesc string) string {
 	if target, err := fs.ReadLink(fsys, path.Join(name, "device", "driver")); err == nil {
 		return path.Base(target)
 	}
-	if parent == "" {
-		return ""
-	}
 	switch {
-	case strings.HasPrefix(name, "rxe"):
-		return "rdma_rxe"
-	case strings.HasPrefix(name, "siw"):
+	case nodeDesc == siwNodeDesc:
 		return "siw"
+	case parent != "" && strings.HasPrefix(name, "rxe"):
+		return "rdma_rxe"
 	}
 	return ""
 }
+
+// siwNodeDesc is the node description every siw device has.
+const siwNodeDesc = "Software iWARP stack"

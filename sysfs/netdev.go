@@ -13,8 +13,10 @@ import (
 // counters of a test read it before and after every run.
 func DeviceDriver(root, name string) string {
 	fsys := os.DirFS(root)
-	parent, _ := (&dir{fsys: fsys, name: name}).read("parent", false)
-	return driver(fsys, name, parent)
+	d := &dir{fsys: fsys, name: name}
+	parent, _ := d.read("parent", false)
+	desc, _ := d.read("node_desc", false)
+	return driver(fsys, name, parent, desc)
 }
 
 // PortNetdev returns the Ethernet device a RoCE port sends through: the
