@@ -5,7 +5,7 @@ Without a token the exporter turns its responder off at start and logs
 how to make one; the chart never allows an unauthenticated responder.
 */}}
 {{- define "rdmarun.config" -}}
-{{- $responder := dict "enabled" true "listen" (printf ":%d" (int .Values.responder.port)) "allow_unauthenticated" false }}
+{{- $responder := dict "enabled" true "listen" (printf ":%d" (int .Values.responder.port)) "cm_port" (int .Values.responder.cmPort) "allow_unauthenticated" false }}
 {{- if include "rdmarun.tokenSecret" . }}
 {{- $_ := set $responder "token_file" (printf "%s/token" (include "rdmarun.configDir" .)) }}
 {{- end }}
