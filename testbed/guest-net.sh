@@ -160,32 +160,65 @@ while [ $i -lt "$hosts" ]; do devs="$devs rxe$i"; i=$((i + 1)); done
 # shellcheck disable=SC2086 # a list of device names
 wait_active $devs
 
-# Soft-iWARP (SIW=1, two hosts): siw0 and siw1 on a veth pair of their
-# own, iwveth0 (10.0.1.1) and iwveth1 (10.0.1.2), routed like the RoCE
-# pair. Not beside rxe on veth0/veth1: the CM binds an address to the
+# Soft-iWARP (SIW=1): host i also has siw<i> on iwveth<i> (10.0.1.<i+1>),
+# a network of its own laid out and routed like the RoCE one (2 hosts: a
+# veth pair; more: ports of bridge br1; rule prefs 40+i, 50+i, 60+j and
+# tables 60+i). Not beside rxe on veth<i>: the CM binds an address to the
 # first RDMA device on its netdev, so the iWARP devices there would get
 # rxe's connections (or rxe theirs).
-if [ "$siw" = 1 ]; then
-    {
+siw_links() {
+    if [ "$hosts" = 2 ]; then
         echo "link add iwveth0 type veth peer name iwveth1"
-        echo "addr add 10.0.1.1/24 dev iwveth0"
-        echo "addr add 10.0.1.2/24 dev iwveth1"
-        echo "link set iwveth0 up"
-        echo "link set iwveth1 up"
-        echo "rule add pref 50 to 10.0.1.1 oif iwveth0 lookup local"
-        echo "rule add pref 51 to 10.0.1.2 oif iwveth1 lookup local"
-        echo "rule add pref 52 oif iwveth0 lookup 60"
-        echo "rule add pref 53 oif iwveth1 lookup 61"
-        echo "rule add pref 54 from 10.0.1.1 to 10.0.1.2 iif lo lookup 60"
-        echo "rule add pref 55 from 10.0.1.2 to 10.0.1.1 iif lo lookup 61"
-        echo "route add 10.0.1.0/24 dev iwveth0 src 10.0.1.1 table 60"
-        echo "route add 10.0.1.0/24 dev iwveth1 src 10.0.1.2 table 61"
-    } | ip -batch - || fail "ip setup of the iWARP pair failed"
-    for dev in iwveth0 iwveth1; do
-        echo 1 >/proc/sys/net/ipv4/conf/$dev/accept_local
-        echo 0 >/proc/sys/net/ipv4/conf/$dev/rp_filter
+        return
+    fi
+    echo "link add br1 type bridge stp_state 0 mcast_snooping 0"
+    i=0
+    while [ $i -lt "$hosts" ]; do
+        echo "link add iwveth$i type veth peer name iwport$i"
+        echo "link set iwport$i master br1"
+        echo "link set iwport$i up"
+        i=$((i + 1))
     done
-    printf 'link add siw0 type siw netdev iwveth0\nlink add siw1 type siw netdev iwveth1\n' |
-        rdma -b - || fail "rdma link add siw failed (is siw loaded? TESTBED_SIW=1 loads it)"
-    wait_active siw0 siw1
+    echo "link set br1 up"
+}
+siw_rules() {
+    i=0
+    while [ $i -lt "$hosts" ]; do
+        echo "addr add 10.0.1.$((i + 1))/24 dev iwveth$i"
+        echo "link set iwveth$i up"
+        echo "rule add pref $((40 + i)) to 10.0.1.$((i + 1)) oif iwveth$i lookup local"
+        echo "rule add pref $((50 + i)) oif iwveth$i lookup $((60 + i))"
+        echo "route add 10.0.1.0/24 dev iwveth$i src 10.0.1.$((i + 1)) table $((60 + i))"
+        i=$((i + 1))
+    done
+    j=0
+    while [ $j -lt "$hosts" ]; do
+        i=0
+        while [ $i -lt "$hosts" ]; do
+            [ $i = $j ] || echo "rule add pref $((60 + j)) from 10.0.1.$((i + 1)) to 10.0.1.$((j + 1)) iif lo lookup $((60 + i))"
+            i=$((i + 1))
+        done
+        j=$((j + 1))
+    done
+}
+if [ "$siw" = 1 ]; then
+    { siw_links; siw_rules; } | ip -batch - || fail "ip setup of the iWARP network failed"
+    i=0 devs=
+    while [ $i -lt "$hosts" ]; do
+        echo 1 >/proc/sys/net/ipv4/conf/iwveth$i/accept_local
+        echo 0 >/proc/sys/net/ipv4/conf/iwveth$i/rp_filter
+        if [ "$hosts" -gt 2 ]; then
+            echo 1 >/proc/sys/net/ipv4/conf/iwveth$i/arp_ignore
+            echo 2 >/proc/sys/net/ipv4/conf/iwveth$i/arp_announce
+        fi
+        devs="$devs siw$i"
+        i=$((i + 1))
+    done
+    i=0
+    while [ $i -lt "$hosts" ]; do
+        echo "link add siw$i type siw netdev iwveth$i"
+        i=$((i + 1))
+    done | rdma -b - || fail "rdma link add siw failed (is siw loaded? TESTBED_SIW=1 loads it)"
+    # shellcheck disable=SC2086 # a list of device names
+    wait_active $devs
 fi

@@ -30,9 +30,9 @@
 #
 # Environment:
 #   TESTBED_HOSTS=N     number of soft-RoCE hosts, 2 to 10 (default 2)
-#   TESTBED_SIW=1       also soft-iWARP: siw0 and siw1 on their own veth
-#                       pair, iwveth0 (10.0.1.1) and iwveth1 (10.0.1.2);
-#                       two hosts only
+#   TESTBED_SIW=1       also soft-iWARP: host i has siw<i> on iwveth<i>
+#                       (10.0.1.<i+1>), a network of its own beside the
+#                       RoCE one
 #   TESTBED_TIMEOUT=N   overall limit in seconds, default 600 (--timeout wins)
 #   TESTBED_BOOT_LIMIT=N  seconds the guest may take to start the command,
 #                       default 180 (a boot takes ~7 s; at most the timeout)
@@ -90,7 +90,6 @@ hosts=${TESTBED_HOSTS:-2}
 
 siw=${TESTBED_SIW:-0}
 [[ $siw =~ ^[01]$ ]] || die "TESTBED_SIW must be 0 or 1 (got '$siw')"
-[ "$siw" = 0 ] || [ "$hosts" = 2 ] || die "TESTBED_SIW=1 needs TESTBED_HOSTS=2 (got $hosts)"
 
 extra_env=()
 if [ -n "${TESTBED_ENV:-}" ]; then
