@@ -119,10 +119,12 @@ int rr_cm_resolve_addr(struct rdma_cm_id *id, const uint8_t *src, int has_src, c
 	return 0;
 }
 
-int rr_cm_listen(struct rdma_cm_id *id, const uint8_t *ip, uint16_t port, int backlog)
+int rr_cm_listen(struct rdma_cm_id *id, const uint8_t *ip, uint16_t port, int backlog, int v6only)
 {
 	struct sockaddr_storage a;
 	fill(&a, ip, port);
+	if (v6only && rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &v6only, sizeof(v6only)) != 0)
+		return errno;
 	if (rdma_bind_addr(id, (struct sockaddr *)&a) != 0)
 		return errno;
 	if (rdma_listen(id, backlog) != 0)

@@ -44,7 +44,7 @@ const char *rr_cm_device(struct rdma_cm_id *id, uint8_t *port);
 // Address helpers: ip is 16 bytes, an IPv4 address in its IPv4-mapped
 // IPv6 form. They return 0 or an errno.
 int rr_cm_resolve_addr(struct rdma_cm_id *id, const uint8_t *src, int has_src, const uint8_t *dst, uint16_t port, int timeout_ms);
-int rr_cm_listen(struct rdma_cm_id *id, const uint8_t *ip, uint16_t port, int backlog);
+int rr_cm_listen(struct rdma_cm_id *id, const uint8_t *ip, uint16_t port, int backlog, int v6only);
 int rr_cm_connect(struct rdma_cm_id *id, uint32_t qpn, const struct rr_conn *c, const void *priv, uint8_t priv_len, int accept);
 
 #endif

@@ -422,37 +422,59 @@ type CMListener struct {
 	// frees it only after that wait's slice has ended.
 	busy   sync.Mutex
 	ch     *C.struct_rdma_event_channel
-	id     *C.struct_rdma_cm_id
+	ids    []*C.struct_rdma_cm_id // one, or two for [::] (ListenCM)
 	addr   netip.AddrPort
 	closed bool
 }
 
 // ListenCM listens for CM connect requests on addr (port 0: one the CM
 // picks; Addr tells which), holding at most backlog unanswered ones.
+//
+// The IPv6 wildcard [::] is two listeners on one port and one channel:
+// 0.0.0.0 and [::] for IPv6 only. One dual-stack [::] listener hands an
+// iWARP device's IPv4 connections to the CM with v4-mapped addresses,
+// which it cannot match to a device, and siw resets them: measured in
+// the testbed, a serve on siw3 answered every IPv4 connect with
+// REJECTED (ECONNRESET) while perftest -R, listening on IPv4, passed.
 func ListenCM(addr netip.AddrPort, backlog int) (*CMListener, error) {
 	ch, err := newCMChannel()
 	if err != nil {
 		return nil, err
 	}
 	l := &CMListener{ch: ch, addr: addr}
-	if rc, err := C.rdma_create_id(ch, &l.id, nil, C.RDMA_PS_TCP); rc != 0 {
-		C.rdma_destroy_event_channel(ch)
-		return nil, &CMError{Step: "listen", Peer: addr.String(), QP: -1, Errno: errnoOf(err)}
+	binds := []netip.Addr{addr.Addr()}
+	if addr.Addr() == netip.IPv6Unspecified() {
+		binds = []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()}
 	}
-	ip := cmIP(addr.Addr())
-	defer C.free(unsafe.Pointer(ip))
-	if rc := C.rr_cm_listen(l.id, ip, C.uint16_t(addr.Port()), C.int(backlog)); rc != 0 {
-		l.Close()
-		detail := ""
-		if syscall.Errno(rc) == syscall.EADDRNOTAVAIL || syscall.Errno(rc) == syscall.ENODEV {
-			detail = "no RDMA device owns that address"
+	port := addr.Port()
+	for _, ip := range binds {
+		var id *C.struct_rdma_cm_id
+		if rc, err := C.rdma_create_id(ch, &id, nil, C.RDMA_PS_TCP); rc != 0 {
+			l.Close()
+			return nil, &CMError{Step: "listen", Peer: addr.String(), QP: -1, Errno: errnoOf(err)}
 		}
-		return nil, &CMError{Step: "listen", Peer: addr.String(), QP: -1, Errno: syscall.Errno(rc), Detail: detail}
+		l.ids = append(l.ids, id)
+		v6only := 0
+		if len(binds) > 1 && ip.Is6() {
+			v6only = 1
+		}
+		cip := cmIP(ip)
+		rc := C.rr_cm_listen(id, cip, C.uint16_t(port), C.int(backlog), C.int(v6only))
+		C.free(unsafe.Pointer(cip))
+		if rc != 0 {
+			l.Close()
+			detail := ""
+			if syscall.Errno(rc) == syscall.EADDRNOTAVAIL || syscall.Errno(rc) == syscall.ENODEV {
+				detail = "no RDMA device owns that address"
+			}
+			return nil, &CMError{Step: "listen", Peer: netip.AddrPortFrom(addr.Addr(), port).String(), QP: -1, Errno: syscall.Errno(rc), Detail: detail}
+		}
+		if port == 0 {
+			be := uint16(C.rdma_get_src_port(id)) // network byte order
+			port = be>>8 | be<<8
+		}
 	}
-	if addr.Port() == 0 {
-		be := uint16(C.rdma_get_src_port(l.id)) // network byte order
-		l.addr = netip.AddrPortFrom(addr.Addr(), be>>8|be<<8)
-	}
+	l.addr = netip.AddrPortFrom(addr.Addr(), port)
 	return l, nil
 }
 
@@ -517,10 +539,10 @@ func (l *CMListener) Close() error {
 	// A Next in progress sees closed within one poll slice and returns.
 	l.busy.Lock()
 	defer l.busy.Unlock()
-	if l.id != nil {
-		C.rdma_destroy_id(l.id)
-		l.id = nil
+	for _, id := range l.ids {
+		C.rdma_destroy_id(id)
 	}
+	l.ids = nil
 	C.rdma_destroy_event_channel(l.ch)
 	return nil
 }
