@@ -107,13 +107,13 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 	testbed/gotest.sh $(TESTBIN)/cmd/rdmarun.testbed.test cmd/rdmarun -test.run '^TestDoctorVM'
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner -test.skip '^TestFleetVM'
 	rm -rf $(CACHE)/fleet-vm
-	TESTBED_HOSTS=4 TESTBED_EXPORT=$(CURDIR)/$(CACHE)/fleet-vm TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" \
+	TESTBED_HOSTS=4 TESTBED_SIW=1 TESTBED_EXPORT=$(CURDIR)/$(CACHE)/fleet-vm TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" \
 		testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner -test.run '^TestFleetVM'
 	FLEET_VM_OUTPUT=$(CURDIR)/$(CACHE)/fleet-vm/TestFleetVMAllPairs \
 		$(GO) test -count=1 -tags chromium -run '^TestFleetVMHTMLInChromium$$' -v ./runner/report
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^(TestSoak|TestMultiQPReceives|TestFalseAlarms)$$'
-	TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
+	TESTBED_SIW=1 TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.skip '^TestMesh|^TestProbeCost'
 	TESTBED_HOSTS=5 TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.run '^TestMesh'

@@ -58,6 +58,15 @@ func startFleet(t *testing.T, down ...int) string {
 // command wrap[i] (e.g. prlimit and its arguments).
 func startFleetWrapped(t *testing.T, wrap map[int][]string, down ...int) string {
 	t.Helper()
+	return startFleetFile(t, fleetFile, wrap, down...)
+}
+
+// startFleetFile is startFleetWrapped for the hosts of another scenario
+// file. Host i's serve listens for the CM on port 18521+i: the hosts
+// share the VM's one network namespace, where two listeners cannot hold
+// one port.
+func startFleetFile(t *testing.T, file string, wrap map[int][]string, down ...int) string {
+	t.Helper()
 	if os.Getenv("TESTBED_HOSTS") != fmt.Sprint(fleetHosts) {
 		t.Fatalf("TESTBED_HOSTS is %q; these tests need %d hosts (make testbed-test runs them so)", os.Getenv("TESTBED_HOSTS"), fleetHosts)
 	}
@@ -67,13 +76,13 @@ func startFleetWrapped(t *testing.T, wrap map[int][]string, down ...int) string 
 	if err := os.WriteFile(tokenFile, []byte(fleetToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := Load(fleetFile, nil)
+	sc, err := Load(file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hosts := sc.Fleet.Hosts
 	if len(hosts) != fleetHosts {
-		t.Fatalf("%s lists %d hosts, want %d", fleetFile, len(hosts), fleetHosts)
+		t.Fatalf("%s lists %d hosts, want %d", file, len(hosts), fleetHosts)
 	}
 	procs := make([]*serveProc, fleetHosts)
 	for i := range hosts {
@@ -86,7 +95,7 @@ func startFleetWrapped(t *testing.T, wrap map[int][]string, down ...int) string 
 			t.Fatal(err)
 		}
 		args := append(slices.Clone(wrap[i]), bin, "serve", "--device", hosts[i].Devices[0], "--listen", hosts[i].Addr,
-			"--token-file", tokenFile, "--log-level", "debug")
+			"--token-file", tokenFile, "--cm-port", fmt.Sprint(18521+i), "--log-level", "debug")
 		p.cmd = exec.Command(args[0], args[1:]...)
 		p.cmd.Stdout, p.cmd.Stderr = logf, logf
 		if err := p.cmd.Start(); err != nil {
@@ -288,7 +297,12 @@ func TestFleetVMAllPairs(t *testing.T) {
 func TestFleetVMHostDown(t *testing.T) {
 	tokenFile := startFleet(t)
 	fault(t, "host-down", "3")
-	code, rep := runFleetCLI(t, tokenFile)
+	checkHostDown(t, fleetFile, tokenFile)
+}
+
+func checkHostDown(t *testing.T, file, tokenFile string) {
+	t.Helper()
+	code, rep := runFleetFile(t, file, tokenFile)
 	for _, r := range rep.Runs {
 		if !involves(r, 3) && r.Status != report.Passed {
 			t.Errorf("%s run %d: %s %s, want passed", pairOf(r), r.Index, r.Status, r.Error)
@@ -338,7 +352,7 @@ func TestFleetVMHostSetup(t *testing.T) {
 func TestFleetVMPathLoss(t *testing.T) {
 	tokenFile := startFleet(t)
 	fault(t, "path-loss", "0", "1", "100", "both")
-	checkPathSuspect(t, tokenFile)
+	checkPathSuspect(t, fleetFile, tokenFile)
 }
 
 // TestFleetVMPathDelay: 20 ms each way between hosts 0 and 1 fails no
@@ -347,12 +361,12 @@ func TestFleetVMPathLoss(t *testing.T) {
 func TestFleetVMPathDelay(t *testing.T) {
 	tokenFile := startFleet(t)
 	fault(t, "path-delay", "0", "1", "20", "both")
-	checkPathSuspect(t, tokenFile)
+	checkPathSuspect(t, fleetFile, tokenFile)
 }
 
-func checkPathSuspect(t *testing.T, tokenFile string) {
+func checkPathSuspect(t *testing.T, file, tokenFile string) {
 	t.Helper()
-	code, rep := runFleetCLI(t, tokenFile)
+	code, rep := runFleetFile(t, file, tokenFile)
 	for _, r := range rep.Runs {
 		if !(involves(r, 0) && involves(r, 1)) && r.Status != report.Passed {
 			t.Errorf("%s run %d: %s %s, want passed", pairOf(r), r.Index, r.Status, r.Error)
@@ -443,5 +457,70 @@ func TestFleetVMHealthyRepeat(t *testing.T) {
 		if confirm == 1 && suspects != 0 {
 			t.Errorf("confirm 1: %d suspects named on a healthy fleet, want 0", suspects)
 		}
+	}
+}
+
+// TestFleetVMCMAllPairs: the acceptance fleet with every QP connected
+// through rdma_cm (vm-cm.yaml): all 18 runs pass on the hosts' own
+// devices, each with its QPs' CM set-up times, and no suspect is named.
+func TestFleetVMCMAllPairs(t *testing.T) {
+	checkHealthyCM(t, "testdata/coordinator/vm-cm.yaml", "rxe", startFleetFile(t, "testdata/coordinator/vm-cm.yaml", nil))
+}
+
+// TestFleetVMCMHostDown and TestFleetVMCMPathLoss: the faults of
+// TestFleetVMHostDown and TestFleetVMPathLoss name the same suspects when
+// the QPs connect through the CM.
+func TestFleetVMCMHostDown(t *testing.T) {
+	tokenFile := startFleetFile(t, "testdata/coordinator/vm-cm.yaml", nil)
+	fault(t, "host-down", "3")
+	checkHostDown(t, "testdata/coordinator/vm-cm.yaml", tokenFile)
+}
+
+func TestFleetVMCMPathLoss(t *testing.T) {
+	tokenFile := startFleetFile(t, "testdata/coordinator/vm-cm.yaml", nil)
+	fault(t, "path-loss", "0", "1", "100", "both")
+	checkPathSuspect(t, "testdata/coordinator/vm-cm.yaml", tokenFile)
+}
+
+// TestFleetVMSiwAllPairs: the four hosts over soft-iWARP (vm-siw.yaml;
+// make testbed-test gives the fleet VM TESTBED_SIW=1): every run passes
+// on siw<i>, connected through the CM, and no suspect is named.
+func TestFleetVMSiwAllPairs(t *testing.T) {
+	if os.Getenv("TESTBED_SIW") != "1" {
+		t.Fatal("TESTBED_SIW is not 1; the fleet over siw needs it (make testbed-test runs the fleet VM so)")
+	}
+	checkHealthyCM(t, "testdata/coordinator/vm-siw.yaml", "siw", startFleetFile(t, "testdata/coordinator/vm-siw.yaml", nil))
+}
+
+// checkHealthyCM runs file's all-pairs on a healthy fleet whose host i
+// runs device prefix<i>, every QP connected through the CM.
+func checkHealthyCM(t *testing.T, file, prefix, tokenFile string) {
+	t.Helper()
+	code, rep := runFleetFile(t, file, tokenFile)
+	runs := 0
+	for _, r := range rep.Runs {
+		if r.Pair.Attempt != 0 {
+			continue
+		}
+		runs++
+		if r.Status != report.Passed {
+			t.Errorf("%s run %d: %s %s, want passed", pairOf(r), r.Index, r.Status, r.Error)
+			continue
+		}
+		res := r.Result
+		if res == nil || res.Requester.Device != fmt.Sprintf("%s%d", prefix, r.Pair.Pair.A.Host) ||
+			res.Responder.Device != fmt.Sprintf("%s%d", prefix, r.Pair.Pair.B.Host) {
+			t.Errorf("%s run %d ran on the wrong devices: %+v", pairOf(r), r.Index, res)
+			continue
+		}
+		if r.Spec.Connect != rdma.ConnectCM || res.Connect == nil || len(res.Connect.QPs) != r.Spec.QPs || res.Connect.Total.Max <= 0 {
+			t.Errorf("%s run %d: connect %v, CM set-up %+v; want every QP's times through the CM", pairOf(r), r.Index, r.Spec.Connect, res.Connect)
+		}
+	}
+	if runs != 18 { // 6 pairs x 3 cases
+		t.Errorf("%d runs scheduled, want 18", runs)
+	}
+	if code != 0 || len(rep.Fleet.Suspects) != 0 {
+		t.Errorf("exit %d, %d suspects; want 0 and none on a healthy fleet", code, len(rep.Fleet.Suspects))
 	}
 }
