@@ -40,3 +40,29 @@ func TestRunClient(t *testing.T) {
 		t.Errorf("a server that never listens: %v after %v; want the failure once ctx ends", err, time.Since(start))
 	}
 }
+
+// TestNotListening: the CM client's failures while its server starts are
+// tried again within the grace only; other failures never.
+func TestNotListening(t *testing.T) {
+	rejected := "Unexpected CM event bl blka 8\n Unable to perform rdma_client function\n Unable to init the socket connection\n"
+	refused := "Function rdma_connect failed\n Unable to perform rdma_client function\n"
+	cases := []struct {
+		name  string
+		out   string
+		tried time.Duration
+		want  bool
+	}{
+		{"tcp refused", " Couldn't connect to 10.0.0.1:18515\n", time.Minute, true},
+		{"cm rejected, starting", rejected, time.Second, true},
+		{"cm refused, starting", refused, time.Second, true},
+		{"cm rejected, after the grace", rejected, cmListenGrace, false},
+		{"cm refused, after the grace", refused, cmListenGrace + time.Second, false},
+		{"rdma_connect failed alone", "Function rdma_connect failed\n", time.Second, false},
+		{"no device", "Unable to find the Infiniband/RoCE device\n", time.Second, false},
+	}
+	for _, c := range cases {
+		if got := notListening([]byte(c.out), c.tried); got != c.want {
+			t.Errorf("%s: notListening after %v = %v, want %v", c.name, c.tried, got, c.want)
+		}
+	}
+}
