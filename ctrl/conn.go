@@ -351,12 +351,18 @@ func (c *Conn) recv(ctx context.Context, op string) (frame, error) {
 // setDeadline applies the context's deadline, or the Conn's timeout, and
 // returns how long that is, for messages.
 func (c *Conn) setDeadline(ctx context.Context, set func(time.Time) error) time.Duration {
+	// The wait is what the peer is given: the connection's own timeout,
+	// or what is left of the caller's deadline, read before the syscall
+	// so that a slow set does not shorten the "silent for" it reports.
+	d := c.timeout
 	dl, ok := ctx.Deadline()
-	if !ok {
-		dl = time.Now().Add(c.timeout)
+	if ok {
+		d = time.Until(dl)
+	} else {
+		dl = time.Now().Add(d)
 	}
 	_ = set(dl) // fails only on a closed conn, which the I/O reports better
-	return time.Until(dl)
+	return d
 }
 
 // interruptOnCancel makes a blocked read or write return when ctx is
