@@ -28,6 +28,9 @@ type doctorMsg struct {
 type doctorReportMsg struct {
 	Report doctor.Report    `json:"report"`
 	MTUs   []doctor.PortMTU `json:"mtus"`
+	// CM is where a connection to the device asked goes through the
+	// CM, for the asking end's cm.peer; absent from older responders.
+	CM *doctor.FarCM `json:"cm,omitempty"`
 }
 
 // FarReport is the far end's doctor report, as Doctor fetches it.
@@ -37,6 +40,9 @@ type FarReport struct {
 	// MTUs are the far end's ports' MTUs at each layer: what
 	// doctor.PeerMTU compares with this end's.
 	MTUs []doctor.PortMTU
+	// CM is the far device's CM address and GID, what doctor.PeerCM
+	// resolves; nil from a responder older than it.
+	CM *doctor.FarCM
 }
 
 // StageDoctor is the stage of a doctor request that failed after the
@@ -87,7 +93,7 @@ func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*Fa
 		return nil, wrap(StageDoctor, olderDoctor(addr, err))
 	}
 	_ = c.Send(rctx, ctrl.KindBye, nil) // a courtesy: the responder waits a step for it at most
-	return &FarReport{Addr: addr, Report: ans.Report, MTUs: ans.MTUs}, nil
+	return &FarReport{Addr: addr, Report: ans.Report, MTUs: ans.MTUs, CM: ans.CM}, nil
 }
 
 // doctorSteps is how many control steps a responder has to run its
@@ -135,7 +141,7 @@ func (s *Server) serveDoctor(ctx context.Context, c *ctrl.Conn, payload json.Raw
 	if len(r.Devices) == 0 && env.Device != "" {
 		return fail(fmt.Errorf("no RDMA device %s on this responder", env.Device))
 	}
-	msg := doctorReportMsg{Report: r, MTUs: doctor.MTUs(env)}
+	msg := doctorReportMsg{Report: r, MTUs: doctor.MTUs(env), CM: doctor.CMOf(env, r)}
 	if err := s.send(ctx, c, ctrl.KindDoctorReport, msg); err != nil {
 		return err
 	}

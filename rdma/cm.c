@@ -90,6 +90,12 @@ const char *rr_cm_device(struct rdma_cm_id *id, uint8_t *port)
 	return ibv_get_device_name(id->verbs->device);
 }
 
+void rr_cm_gids(struct rdma_cm_id *id, uint8_t *sgid, uint8_t *dgid)
+{
+	memcpy(sgid, id->route.addr.addr.ibaddr.sgid.raw, 16);
+	memcpy(dgid, id->route.addr.addr.ibaddr.dgid.raw, 16);
+}
+
 static socklen_t fill(struct sockaddr_storage *ss, const uint8_t *ip, uint16_t port)
 {
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};

@@ -190,3 +190,76 @@ func cmAddress(device string, index int, gid GIDAddr, typ GIDType) (netip.Addr, 
 	a, _ := netip.AddrFromSlice(ip.To16())
 	return a.Unmap(), nil
 }
+
+// iwarpAddress is the first IPv4 address (else global IPv6 address) of
+// the netdev whose MAC an iWARP device's GID carries in its first six
+// bytes, as siw and the iWARP NICs' drivers fill it.
+func iwarpAddress(device string, gid GIDAddr) (netip.Addr, error) {
+	if len(gid) < 6 {
+		return netip.Addr{}, fmt.Errorf("rdma: %s has no GID to find its netdev by", device)
+	}
+	mac := net.HardwareAddr(gid[:6])
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("rdma: listing netdevs for %s: %w", device, err)
+	}
+	for _, ifc := range ifs {
+		if !bytes.Equal(ifc.HardwareAddr, mac) {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		var v6 netip.Addr
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, _ := netip.AddrFromSlice(n.IP)
+			ip = ip.Unmap()
+			switch {
+			case ip.Is4():
+				return ip, nil
+			case ip.IsGlobalUnicast() && !v6.IsValid():
+				v6 = ip
+			}
+		}
+		if v6.IsValid() {
+			return v6, nil
+		}
+		return netip.Addr{}, fmt.Errorf("rdma: %s (iWARP) sits on %s, which has no IPv4 or global IPv6 address for the CM to bind to", device, ifc.Name)
+	}
+	return netip.Addr{}, fmt.Errorf("rdma: no netdev has %s's MAC %s (from its GID); is its netdev up?", device, mac)
+}
+
+// CMAddress is the address a connection to the device's port goes to
+// through the CM, with the GID SelectGID picks by itself: what a far end
+// tells a doctor to resolve (rdmarun doctor --peer).
+func (d *Device) CMAddress(port int) (netip.Addr, GID, error) {
+	p, err := d.Port(port)
+	if err != nil {
+		return netip.Addr{}, GID{}, err
+	}
+	g, err := p.SelectGID(AutoGIDIndex)
+	if err != nil {
+		return netip.Addr{}, GID{}, fmt.Errorf("%s: %w", d.Name, err)
+	}
+	var a netip.Addr
+	if d.Transport == TransportIWARP {
+		a, err = iwarpAddress(d.Name, g.GID)
+	} else {
+		a, err = cmAddress(d.Name, g.Index, g.GID, g.Type)
+	}
+	return a, g, err
+}
+
+// CMRoute is what the CM resolved for a connection from Src to Dst: the
+// device and port it binds the connection to, the GIDs of both ends (on
+// RoCE, the addresses' GID forms) and how long each step took.
+type CMRoute struct {
+	Src, Dst     netip.Addr
+	Device       string
+	Port         int
+	SGID, DGID   GIDAddr
+	ResolveAddr  time.Duration
+	ResolveRoute time.Duration
+}

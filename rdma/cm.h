@@ -40,6 +40,10 @@ int rr_cm_qp_ready(struct rdma_cm_id *id, struct ibv_qp *qp, const struct rr_con
 // connect request; "" when the CM has not bound it to one yet.
 const char *rr_cm_device(struct rdma_cm_id *id, uint8_t *port);
 
+// Copies the source and destination GIDs the CM resolved for id (16
+// bytes each), after address resolution.
+void rr_cm_gids(struct rdma_cm_id *id, uint8_t *sgid, uint8_t *dgid);
+
 
 // Address helpers: ip is 16 bytes, an IPv4 address in its IPv4-mapped
 // IPv6 form. They return 0 or an errno.

@@ -10,10 +10,8 @@ package rdma
 import "C"
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
-	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -105,46 +103,6 @@ func (e *Endpoint) CMAddress() (netip.Addr, error) {
 		return iwarpAddress(e.cfg.Device, e.gid.GID)
 	}
 	return cmAddress(e.cfg.Device, e.gid.Index, e.gid.GID, e.gid.Type)
-}
-
-// iwarpAddress is the first IPv4 address (else global IPv6 address) of
-// the netdev whose MAC an iWARP device's GID carries in its first six
-// bytes, as siw and the iWARP NICs' drivers fill it.
-func iwarpAddress(device string, gid GIDAddr) (netip.Addr, error) {
-	if len(gid) < 6 {
-		return netip.Addr{}, fmt.Errorf("rdma: %s has no GID to find its netdev by", device)
-	}
-	mac := net.HardwareAddr(gid[:6])
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("rdma: listing netdevs for %s: %w", device, err)
-	}
-	for _, ifc := range ifs {
-		if !bytes.Equal(ifc.HardwareAddr, mac) {
-			continue
-		}
-		addrs, _ := ifc.Addrs()
-		var v6 netip.Addr
-		for _, a := range addrs {
-			n, ok := a.(*net.IPNet)
-			if !ok {
-				continue
-			}
-			ip, _ := netip.AddrFromSlice(n.IP)
-			ip = ip.Unmap()
-			switch {
-			case ip.Is4():
-				return ip, nil
-			case ip.IsGlobalUnicast() && !v6.IsValid():
-				v6 = ip
-			}
-		}
-		if v6.IsValid() {
-			return v6, nil
-		}
-		return netip.Addr{}, fmt.Errorf("rdma: %s (iWARP) sits on %s, which has no IPv4 or global IPv6 address for the CM to bind to", device, ifc.Name)
-	}
-	return netip.Addr{}, fmt.Errorf("rdma: no netdev has %s's MAC %s (from its GID); is its netdev up?", device, mac)
 }
 
 // cmConn is what the CM's attributes are overridden with: the test's

@@ -122,3 +122,8 @@ type CMRequest struct {
 
 // Reject has nothing to refuse in this build.
 func (*CMRequest) Reject([]byte) error { return nil }
+
+// ResolveCM needs librdmacm; this build has none.
+func ResolveCM(src, dst netip.Addr, _ time.Duration) (CMRoute, error) {
+	return CMRoute{Src: src, Dst: dst}, ErrNotSupported
+}

@@ -101,10 +101,21 @@ func (c *doctorCmd) run(stdout io.Writer) error {
 		return err
 	}
 	r.SetPeerMTU(doctor.MTUs(env), far.MTUs[0], c.peer)
+	r.Checks = append(r.Checks, c.peerCM(env, far))
 	if err := c.writeBoth(stdout, r, far); err != nil {
 		return err
 	}
 	return failedChecks(r, &far.Report, c.peer)
+}
+
+// peerCM is the cm.peer check against the far end: it resolves from this
+// host, so a saved host (--root) has none.
+func (c *doctorCmd) peerCM(env doctor.Env, far *peer.FarReport) doctor.Check {
+	if c.root != "" {
+		return doctor.Check{Name: "cm.peer", Device: c.device, Port: c.port, Status: doctor.NotApplicable,
+			Expected: "rdma_cm resolves the far device's address from this device's", Found: "a saved host (--root) resolves nothing"}
+	}
+	return doctor.PeerCM(env, far.CM, c.peer, rdma.ResolveCM)
 }
 
 // fetchPeer asks --peer for its host's checks; a far end without a

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -71,5 +72,44 @@ func TestDoctorVMPeer(t *testing.T) {
 	}
 	if !strings.Contains(mtu.Found, "this end active MTU 512, veth0 MTU 1000") {
 		t.Errorf("mtu.peer at veth0 MTU 1000 found %q", mtu.Found)
+	}
+}
+
+// TestDoctorVMPeerCM: cm.peer resolves the far device's address through
+// the real CM: from rxe0 to a responder on rxe1 over RoCE (bound to rxe0,
+// reaching rxe1's GID), and from siw0 to one on siw1 over iWARP (the
+// testbed needs TESTBED_SIW=1, as make testbed-test gives the doctor's VM).
+func TestDoctorVMPeerCM(t *testing.T) {
+	cases := []struct{ local, remote, found string }{
+		{"rxe0", "rxe1", "(10.0.0.2) from 10.0.0.1: bound to rxe0 port 1, sgid ::ffff:10.0.0.1, dgid ::ffff:10.0.0.2"},
+		{"siw0", "siw1", "(10.0.1.2) from 10.0.1.1: bound to siw0 port 1, iWARP, by IP address"},
+	}
+	for _, c := range cases {
+		t.Run(c.local, func(t *testing.T) {
+			if strings.HasPrefix(c.local, "siw") && os.Getenv("TESTBED_SIW") != "1" {
+				t.Fatal("TESTBED_SIW is not 1; make testbed-test runs the doctor's VM tests with soft-iWARP")
+			}
+			addr := peertest.Serve(t, peer.ServerConfig{Device: c.remote}, nil)
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"doctor", "--json", "--device", c.local, "--peer", addr}, &stdout, &stderr)
+			var both struct {
+				Local struct {
+					Checks []doctor.Check `json:"checks"`
+				} `json:"local"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &both); err != nil {
+				t.Fatalf("%v; stderr:\n%s", err, stderr.String())
+			}
+			var cm []doctor.Check
+			for _, ch := range both.Local.Checks {
+				if ch.Name == "cm.peer" {
+					cm = append(cm, ch)
+				}
+			}
+			if len(cm) != 1 || cm[0].Status != doctor.OK || cm[0].Device != c.local || !strings.Contains(cm[0].Found, c.found) {
+				t.Fatalf("exit %d, cm.peer %+v; want one, ok, finding %q; stderr:\n%s", code, cm, c.found, stderr.String())
+			}
+			t.Logf("%s: %s", c.local, cm[0].Found)
+		})
 	}
 }
