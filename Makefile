@@ -104,7 +104,7 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 	TESTBED_HOSTS=4 testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma -test.run '^TestLargeMessages$$'
 	TESTBED_SIW=1 testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma -test.run '^TestSiwMatrix$$'
 	testbed/gotest.sh $(TESTBIN)/exporter/collector.testbed.test exporter/collector -test.run '^TestCategoriesVM$$'
-	testbed/gotest.sh $(TESTBIN)/cmd/rdmarun.testbed.test cmd/rdmarun -test.run '^TestDoctorVM'
+	TESTBED_SIW=1 testbed/gotest.sh $(TESTBIN)/cmd/rdmarun.testbed.test cmd/rdmarun -test.run '^TestDoctorVM'
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner -test.skip '^TestFleetVM'
 	rm -rf $(CACHE)/fleet-vm
 	TESTBED_HOSTS=4 TESTBED_SIW=1 TESTBED_EXPORT=$(CURDIR)/$(CACHE)/fleet-vm TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" \

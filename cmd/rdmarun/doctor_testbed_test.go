@@ -8,6 +8,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/rdmarun/rdmarun/internal/netfault"
@@ -45,13 +47,43 @@ func doctorVM(t *testing.T) (int, []string, map[string]doctorCheck) {
 // TestDoctorVM: on soft-RoCE every check that applies runs and passes,
 // and those that need hardware say they do not apply. Lowering the
 // netdev's MTU lowers the port's with it (rxe derives one from the
-// other), so the doctor reports the smaller MTU, not a mismatch.
+// other), so the doctor reports the smaller MTU, not a mismatch. With
+// TESTBED_SIW=1 the soft-iWARP devices are judged as iWARP: their RoCE
+// checks do not apply, and none of them warns or fails.
 func TestDoctorVM(t *testing.T) {
 	code, devs, checks := doctorVM(t)
-	if code != exitOK || len(devs) != 2 {
-		t.Fatalf("exit %d, devices %q; want 0 and rxe0, rxe1", code, devs)
-	}
+	var rxe, siw []string
 	for _, dev := range devs {
+		switch {
+		case strings.HasPrefix(dev, "rxe"):
+			rxe = append(rxe, dev)
+		case strings.HasPrefix(dev, "siw"):
+			siw = append(siw, dev)
+		}
+	}
+	wantSiw := 0
+	if os.Getenv("TESTBED_SIW") == "1" {
+		wantSiw = 2
+	}
+	if code != exitOK || len(rxe) != 2 || len(siw) != wantSiw || len(devs) != 2+wantSiw {
+		t.Fatalf("exit %d, devices %q; want 0, rxe0 and rxe1, and %d siw devices", code, devs, wantSiw)
+	}
+	for _, dev := range siw {
+		if c := checks[dev+" device.transport"]; c.Status != "ok" || !strings.HasPrefix(c.Found, "iWARP:") {
+			t.Errorf("%s device.transport: %+v, want ok and iWARP", dev, c)
+		}
+		for _, name := range []string{"gid.roce_v2_ipv4", "mtu.netdev", "roce.ecn", "roce.pfc", "roce.trust", "roce.pause"} {
+			if c := checks[dev+" "+name]; c.Status != "not_applicable" || !strings.HasPrefix(c.Found, "iWARP:") {
+				t.Errorf("%s %s: %+v, want not_applicable for iWARP", dev, name, c)
+			}
+		}
+		for _, name := range []string{"device.uverbs", "port.state", "port.phys_state", "mtu.active"} {
+			if c := checks[dev+" "+name]; c.Status != "ok" {
+				t.Errorf("%s %s: %+v, want ok", dev, name, c)
+			}
+		}
+	}
+	for _, dev := range rxe {
 		if c := checks[dev+" device.kind"]; c.Status != "warn" || c.Found != "rdma_rxe on veth"+dev[3:] {
 			t.Errorf("%s device.kind: %+v", dev, c)
 		}
