@@ -221,9 +221,9 @@ $(TESTBIN)/compare: FORCE
 demo: $(TESTBIN)/rdmarun
 	testbed/demo.sh $(TESTBIN)/rdmarun
 
-COMPARE_ARGS ?= --lat-iters 1000 --bw-iters 1000 --pairs 5
+COMPARE_ARGS ?= --lat-iters 1000 --bw-iters 1000 --pairs 5 --siw
 compare: testbed-build $(TESTBIN)/rdmarun $(TESTBIN)/compare
-	testbed/run.sh --timeout $(TESTBED_TIMEOUT) -- $(TESTBIN)/compare --rdmarun $(TESTBIN)/rdmarun $(COMPARE_ARGS)
+	TESTBED_SIW=1 testbed/run.sh --timeout $(TESTBED_TIMEOUT) -- $(TESTBIN)/compare --rdmarun $(TESTBIN)/rdmarun $(COMPARE_ARGS)
 
 # Release artifacts, all in dist/ and all with the version from git: both
 # binaries, the deb and rpm of both packages, the container image (made

@@ -40,6 +40,7 @@ type options struct {
 	only       string
 	timeout    time.Duration
 	pin        bool
+	siw        bool
 }
 
 // test is one perftest tool run and the rdmarun run that measures the same.
@@ -57,6 +58,22 @@ type test struct {
 	// pinned runs both tools' servers on serverCPU and clients on
 	// clientCPU, the whole process (rdmarun's Go runtime threads too).
 	pinned bool
+	// cm connects through rdma_cm: perftest -R, rdmarun --connect
+	// rdma_cm. siw runs it on the soft-iWARP pair instead of rxe.
+	cm, siw bool
+}
+
+// The soft-iWARP pair of a TESTBED_SIW=1 testbed, which --siw compares
+// on: the client siw1, the server siw0 on iwveth0.
+const siwServer, siwClient, siwServerAddr = "siw0", "siw1", "10.0.1.1"
+
+// devices are the test's client and server devices and the server's
+// address.
+func (t test) devices(o options) (client, server, addr string) {
+	if t.siw {
+		return siwClient, siwServer, siwServerAddr
+	}
+	return o.clientDev, o.serverDev, o.serverAddr
 }
 
 // The CPUs of pinned runs: two, as the testbed VM has.
@@ -68,14 +85,15 @@ type build struct {
 	label                 string // as printed in the tool column
 	path                  string
 	servePort, pinnedPort string
+	siwPort               string // its responder on siw0, with --siw
 }
 
 // builds are the rdmarun binaries of a run: --rdmarun, and --rdmarun-b
 // when given, each with responders on ports of its own.
 func builds(o options) []build {
-	b := []build{{label: "rdmarun", path: o.rdmarun, servePort: "18520", pinnedPort: "18521"}}
+	b := []build{{label: "rdmarun", path: o.rdmarun, servePort: "18520", pinnedPort: "18521", siwPort: "18524"}}
 	if o.rdmarunB != "" {
-		b = append(b, build{label: "rdmarun B", path: o.rdmarunB, servePort: "18522", pinnedPort: "18523"})
+		b = append(b, build{label: "rdmarun B", path: o.rdmarunB, servePort: "18522", pinnedPort: "18523", siwPort: "18525"})
 	}
 	return b
 }
@@ -108,6 +126,31 @@ func tests(o options) []test {
 		test{name: "read bw 64KiB", tool: "ib_read_bw", args: []string{"-s", "65536", "-n", bw, "-o", "16"}, bench: []string{"--op", "read", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--max-rd-atomic", "16"}, bandwidth: true},
 		test{name: "send bw 64KiB", tool: "ib_send_bw", args: []string{"-s", "65536", "-n", bw}, bench: []string{"--op", "send", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw}, bandwidth: true},
 	)
+	// The same through rdma_cm, as applications connect: set-up is
+	// outside both tools' measured loops, so these rows differ from the
+	// ones above only if a CM-connected QP runs differently. Over siw,
+	// the ops iWARP has (no atomics, no immediate data).
+	cm := []test{
+		{name: "write lat 2B cm", tool: "ib_write_lat", args: []string{"-s", "2", "-n", lat}, bench: []string{"--op", "write", "--sizes", "2", "--iters", lat}},
+		{name: "send lat 2B cm", tool: "ib_send_lat", args: []string{"-s", "2", "-n", lat}, bench: []string{"--op", "send", "--sizes", "2", "--iters", lat}},
+		{name: "write bw 64KiB cm", tool: "ib_write_bw", args: []string{"-s", "65536", "-n", bw}, bench: []string{"--op", "write", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw}, bandwidth: true},
+		{name: "read bw 64KiB cm", tool: "ib_read_bw", args: []string{"-s", "65536", "-n", bw, "-o", "16"}, bench: []string{"--op", "read", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--max-rd-atomic", "16"}, bandwidth: true},
+	}
+	for _, t := range cm {
+		t.cm = true
+		t.args = append(slices.Clone(t.args), "-R")
+		t.bench = append(slices.Clone(t.bench), "--connect", "rdma_cm")
+		out = append(out, t)
+	}
+	if o.siw {
+		for _, t := range cm {
+			t.cm, t.siw = true, true
+			t.name = strings.Replace(t.name, " cm", " siw", 1)
+			t.args = append(slices.Clone(t.args), "-R")
+			t.bench = append(slices.Clone(t.bench), "--connect", "rdma_cm")
+			out = append(out, t)
+		}
+	}
 	// Message rate: the same window (128 WRs), completion moderation
 	// (every 100th send signalled) and post list (one WR per post, both
 	// tools' default) on both sides, written out so a change of either
@@ -146,6 +189,7 @@ func run() int {
 	flag.StringVar(&o.only, "only", "", "run only the tests whose name contains this")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "deadline of each tool run")
 	flag.BoolVar(&o.pin, "pin", true, "also run the latency tests with both tools pinned alike: servers on CPU "+serverCPU+", clients on CPU "+clientCPU)
+	flag.BoolVar(&o.siw, "siw", false, "also compare through rdma_cm on soft-iWARP, "+siwClient+" -> "+siwServer+" (a testbed with TESTBED_SIW=1)")
 	flag.Parse()
 	if err := compare(os.Stdout, o); err != nil {
 		fmt.Fprintf(os.Stderr, "compare: %v\n", err)
@@ -167,17 +211,19 @@ func compare(w io.Writer, o options) error {
 		return fmt.Errorf("rdmarun token: %w: %s", err, out)
 	}
 	for _, b := range builds(o) {
-		serve, err := startServe(o, b.path, b.servePort, false)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
+		serves := []responder{{port: b.servePort, device: o.serverDev, gidIndex: o.gidIndex}}
 		if o.pin {
-			pinned, err := startServe(o, b.path, b.pinnedPort, true)
+			serves = append(serves, responder{port: b.pinnedPort, device: o.serverDev, gidIndex: o.gidIndex, pin: true})
+		}
+		if o.siw {
+			serves = append(serves, responder{port: b.siwPort, device: siwServer, gidIndex: -1})
+		}
+		for _, sv := range serves {
+			serve, err := startServe(o, b.path, sv)
 			if err != nil {
 				return err
 			}
-			defer func() { _ = pinned.Process.Kill(); _ = pinned.Wait() }()
+			defer func() { _ = serve.Process.Kill(); _ = serve.Wait() }()
 		}
 	}
 
@@ -186,7 +232,8 @@ func compare(w io.Writer, o options) error {
 	fmt.Fprintf(w, "Latency in microseconds: one-way (RTT/2) for write and send, round trip for read and atomics, as perftest reports them.\n")
 	fmt.Fprintf(w, "\"pinned\": both tools' servers on CPU %s and clients on CPU %s (taskset, whole processes); the other rows are unpinned.\n", serverCPU, clientCPU)
 	fmt.Fprintf(w, "Bandwidth from first post to last completion, in Gb/s (10^9 bit/s); perftest's MB/sec is MiB/s and is converted.\n")
-	fmt.Fprintf(w, "Message rate (\"rate\" rows) in millions of messages per second, 128 WRs in flight, every 100th signalled, one WR per post, on both tools.\n\n")
+	fmt.Fprintf(w, "Message rate (\"rate\" rows) in millions of messages per second, 128 WRs in flight, every 100th signalled, one WR per post, on both tools.\n")
+	fmt.Fprintf(w, "\"cm\" rows connect through rdma_cm (perftest -R, rdmarun --connect rdma_cm) on the same devices; \"siw\" rows do so on %s -> %s (soft-iWARP).\n\n", siwClient, siwServer)
 	fmt.Fprint(w, header())
 	for _, t := range tests(o) {
 		if o.only != "" && !strings.Contains(t.name, o.only) {
@@ -291,9 +338,26 @@ func pinnedCmd(ctx context.Context, pin bool, cpu, name string, args ...string) 
 	return exec.CommandContext(ctx, name, args...)
 }
 
-func startServe(o options, rdmarun, port string, pin bool) (*exec.Cmd, error) {
-	addr := net.JoinHostPort(o.serverAddr, port)
-	cmd := pinnedCmd(context.Background(), pin, serverCPU, rdmarun, "serve", "--device", o.serverDev, "--gid-index", strconv.Itoa(o.gidIndex), "--listen", addr, "--log-level", "warn", "--token-file", o.tokenFile)
+// responder is one rdmarun serve of a build: its control channel on
+// port of the server address, its CM listener on port+10 (each needs a
+// port of its own), on device with gidIndex (-1: the responder chooses).
+type responder struct {
+	port, device string
+	gidIndex     int
+	pin          bool
+}
+
+func startServe(o options, rdmarun string, r responder) (*exec.Cmd, error) {
+	addr := net.JoinHostPort(o.serverAddr, r.port)
+	n, err := strconv.Atoi(r.port)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"serve", "--device", r.device, "--listen", addr, "--cm-port", strconv.Itoa(n + 10), "--log-level", "warn", "--token-file", o.tokenFile}
+	if r.gidIndex >= 0 {
+		args = append(args, "--gid-index", strconv.Itoa(r.gidIndex))
+	}
+	cmd := pinnedCmd(context.Background(), r.pin, serverCPU, rdmarun, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("rdmarun serve: %w", err)
@@ -356,8 +420,14 @@ func runPerftest(o options, t test, k int) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	port := strconv.Itoa(18515 + k%4)
-	common := append([]string{"-x", strconv.Itoa(o.gidIndex), "-p", port, "-F"}, t.args...)
-	server := pinnedCmd(ctx, t.pinned, serverCPU, t.tool, append([]string{"-d", o.serverDev}, common...)...)
+	client, serverDev, addr := t.devices(o)
+	common := []string{"-p", port, "-F"}
+	if !t.cm {
+		// Through the CM, perftest takes the GID the route resolves to.
+		common = append(common, "-x", strconv.Itoa(o.gidIndex))
+	}
+	common = append(common, t.args...)
+	server := pinnedCmd(ctx, t.pinned, serverCPU, t.tool, append([]string{"-d", serverDev}, common...)...)
 	var serverOut bytes.Buffer
 	server.Stdout, server.Stderr = &serverOut, &serverOut
 	if err := server.Start(); err != nil {
@@ -366,7 +436,7 @@ func runPerftest(o options, t test, k int) (sample, error) {
 	defer func() { _ = server.Process.Kill(); _ = server.Wait() }()
 
 	out, err := perftest.RunClient(ctx, func() *exec.Cmd {
-		return pinnedCmd(ctx, t.pinned, clientCPU, t.tool, append([]string{"-d", o.clientDev}, append(common, o.serverAddr)...)...)
+		return pinnedCmd(ctx, t.pinned, clientCPU, t.tool, append([]string{"-d", client}, append(common, addr)...)...)
 	})
 	if err != nil {
 		return sample{}, fmt.Errorf("%s client: %w\n%s\nserver:\n%s", t.tool, err, out, serverOut.Bytes())
@@ -411,11 +481,18 @@ func runRdmarun(o options, b build, t test) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	port := b.servePort
-	if t.pinned {
+	switch {
+	case t.pinned:
 		port = b.pinnedPort
+	case t.siw:
+		port = b.siwPort
 	}
-	args := append([]string{"bench", "--peer", net.JoinHostPort(o.serverAddr, port), "--device", o.clientDev,
-		"--gid-index", strconv.Itoa(o.gidIndex), "--inline", "0", "--json", "-", "--token-file", o.tokenFile}, t.bench...)
+	client, _, _ := t.devices(o)
+	args := []string{"bench", "--peer", net.JoinHostPort(o.serverAddr, port), "--device", client}
+	if !t.cm {
+		args = append(args, "--gid-index", strconv.Itoa(o.gidIndex))
+	}
+	args = append(append(args, "--inline", "0", "--json", "-", "--token-file", o.tokenFile), t.bench...)
 	cmd := pinnedCmd(ctx, t.pinned, clientCPU, b.path, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
