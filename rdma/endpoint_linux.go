@@ -6,6 +6,7 @@ package rdma
 #include <stdlib.h>
 #include "shim.h"
 #include "cm.h"
+#include "siw.h"
 */
 import "C"
 
@@ -42,12 +43,15 @@ type Endpoint struct {
 	pd     *C.struct_ibv_pd
 	chans  []*C.struct_ibv_comp_channel
 	cqs    []*C.struct_ibv_cq
-	qps    []*C.struct_ibv_qp
-	mr     *C.struct_ibv_mr
-	mem    []byte // mmap'ed: registered memory must not move, so it is never Go heap
-	attrs  QPAttrs
-	closed bool
-	ready  bool
+	// siwPlug holds a page of a soft-iWARP context that no queue can
+	// use (siw.c); nil on every other device.
+	siwPlug *C.struct_ibv_cq
+	qps     []*C.struct_ibv_qp
+	mr      *C.struct_ibv_mr
+	mem     []byte // mmap'ed: registered memory must not move, so it is never Go heap
+	attrs   QPAttrs
+	closed  bool
+	ready   bool
 	// recvLeft counts, per QP, the receives a finished run left posted;
 	// the next run on the same QPs tops up to its rx_depth from there.
 	recvLeft []uint64
@@ -153,6 +157,11 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	}
 	if e.transport == TransportIWARP && cfg.QPType != RC {
 		return nil, fmt.Errorf("rdma: %s is an iWARP device, which has reliable connected (rc) QPs only, not %s", cfg.Device, cfg.QPType)
+	}
+	if e.transport == TransportIWARP && attr.vendor_id == C.RR_SIW_VENDOR_ID {
+		if e.siwPlug, err = C.rr_siw_plug_cq(e.ctx); e.siwPlug == nil {
+			return nil, verbsErr("ibv_create_cq (the soft-iWARP context's first CQ, siw.c)", cfg.Device, err)
+		}
 	}
 	if e.pd, err = C.ibv_alloc_pd(e.ctx); e.pd == nil {
 		return nil, verbsErr("ibv_alloc_pd", cfg.Device, err)
@@ -420,6 +429,10 @@ func (e *Endpoint) Close() error {
 		errs = append(errs, rcErr("ibv_destroy_cq", e.cfg.Device, C.ibv_destroy_cq(cq)))
 	}
 	e.cqs = nil
+	if e.siwPlug != nil {
+		errs = append(errs, rcErr("ibv_destroy_cq", e.cfg.Device, C.ibv_destroy_cq(e.siwPlug)))
+		e.siwPlug = nil
+	}
 	for _, ch := range e.chans {
 		errs = append(errs, rcErr("ibv_destroy_comp_channel", e.cfg.Device, C.ibv_destroy_comp_channel(ch)))
 	}

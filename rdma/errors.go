@@ -40,6 +40,9 @@ func (e *VerbsError) Error() string {
 	if e.Device != "" {
 		dev = " on " + e.Device
 	}
+	if e.Errno == 0 {
+		return fmt.Sprintf("%s%s: failed, and the provider library set no errno (its own debug output, where it has one, says why)", e.Op, dev)
+	}
 	msg := fmt.Sprintf("%s%s: %v (errno %d)", e.Op, dev, e.Errno, int(e.Errno))
 	if hint := errnoHint(e.Op, e.Errno); hint != "" {
 		msg += "; " + hint
@@ -47,7 +50,12 @@ func (e *VerbsError) Error() string {
 	return msg
 }
 
-func (e *VerbsError) Unwrap() error { return e.Errno }
+func (e *VerbsError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
+}
 
 func errnoHint(op string, errno syscall.Errno) string {
 	switch {

@@ -16,6 +16,8 @@ func TestErrorMessages(t *testing.T) {
 	}{
 		{&VerbsError{Op: "ibv_reg_mr", Device: "rxe0", Errno: syscall.ENOMEM},
 			"ibv_reg_mr on rxe0: cannot allocate memory (errno 12); the locked-memory limit is probably too low (ulimit -l, or LimitMEMLOCK=infinity in a systemd unit)"},
+		{&VerbsError{Op: "ibv_create_cq", Device: "siw1"},
+			"ibv_create_cq on siw1: failed, and the provider library set no errno (its own debug output, where it has one, says why)"},
 		{&VerbsError{Op: "ibv_modify_qp(RTR)", Device: "mlx5_0", Errno: syscall.EINVAL},
 			"ibv_modify_qp(RTR) on mlx5_0: invalid argument (errno 22)"},
 		{&CompletionError{Status: WCRetryExcErr, Description: "transport retry counter exceeded", QPN: 0x11, Device: "rxe1", Iteration: 42},

@@ -17,10 +17,10 @@ import (
 )
 
 func verbsErr(op, dev string, err error) error {
+	// A provider library may fail a call without setting errno (libsiw
+	// does); Errno 0 says so rather than inventing a kernel answer.
 	var errno syscall.Errno
-	if !errors.As(err, &errno) || errno == 0 {
-		errno = syscall.EIO
-	}
+	errors.As(err, &errno)
 	return &VerbsError{Op: op, Device: dev, Errno: errno}
 }
 
