@@ -145,8 +145,9 @@ type cmDial struct {
 	begin time.Time
 	// until is when the current wait ends: an address attempt's end
 	// (cmAddrAttempt) or the step's deadline; addrEnd is when address
-	// resolution as a whole gives up.
+	// resolution as a whole gives up, after addrTries attempts so far.
 	until, addrEnd time.Time
+	addrTries      int
 }
 
 // ConnectCM connects every QP of the endpoint through the CM to the
@@ -203,7 +204,8 @@ func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, a
 			return fail(d, 0, 0, errnoOf(err), 0, "rdma_create_id")
 		}
 		d.id, e.cmIDs[d.qp] = id, id
-		attempt := max(min(cmAddrAttempt, time.Until(d.addrEnd)), time.Millisecond)
+		attempt := cmAddrAttempt(d.addrTries, time.Until(d.addrEnd))
+		d.addrTries++
 		if rc := C.rr_cm_resolve_addr(id, csrc, 1, cdst, C.uint16_t(peer.Port()), C.int(attempt.Milliseconds())); rc != 0 {
 			return fail(d, 0, 0, syscall.Errno(rc), 0, from)
 		}
@@ -300,15 +302,6 @@ func (e *Endpoint) ConnectCM(peer netip.AddrPort, private func(qp int) []byte, a
 	e.cmElapsed = time.Since(start)
 	return e.cmConnected(attrs)
 }
-
-// cmAddrAttempt bounds one address resolution. The kernel resolves the
-// peer's neighbour entry and, when it was not valid, waits for the update
-// that the ARP or ND answer brings; an answer that comes before the
-// request is queued is missed, and the request then waits out its whole
-// timeout (measured in the testbed: a first contact took exactly the
-// timeout given, 2 s, 10 s, and 19.6 s to 40 s+ of 40 s). Attempts of
-// 500 ms, repeated until the step's deadline, bound that loss.
-const cmAddrAttempt = 500 * time.Millisecond
 
 func cmReadyErr(dev string, stage, rc C.int) error {
 	op := [...]string{"rdma_init_qp_attr", "ibv_modify_qp(RTR)", "ibv_modify_qp(RTS)"}[stage]

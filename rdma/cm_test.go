@@ -74,3 +74,25 @@ func TestCMAddress(t *testing.T) {
 		}
 	}
 }
+
+func TestCMAddrAttempt(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		n    int
+		left time.Duration
+		want time.Duration
+	}{
+		{0, time.Minute, 10 * ms},
+		{1, time.Minute, 20 * ms},
+		{5, time.Minute, 320 * ms},
+		{6, time.Minute, 500 * ms},
+		{100, time.Minute, 500 * ms},
+		{3, 30 * ms, 30 * ms},
+		{0, 0, ms},
+		{2, -time.Second, ms},
+	} {
+		if got := cmAddrAttempt(tc.n, tc.left); got != tc.want {
+			t.Errorf("cmAddrAttempt(%d, %v) = %v, want %v", tc.n, tc.left, got, tc.want)
+		}
+	}
+}

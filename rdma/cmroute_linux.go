@@ -42,7 +42,7 @@ func ResolveCM(src, dst netip.Addr, timeout time.Duration) (CMRoute, error) {
 
 	begin := time.Now()
 	end := begin.Add(timeout)
-	for {
+	for tries := 0; ; {
 		if id != nil {
 			C.rdma_destroy_id(id)
 			id = nil
@@ -50,7 +50,8 @@ func ResolveCM(src, dst netip.Addr, timeout time.Duration) (CMRoute, error) {
 		if rc, err := C.rdma_create_id(ch, &id, nil, C.RDMA_PS_TCP); rc != 0 {
 			return r, fail("resolve_addr", 0, 0, errnoOf(err), 0)
 		}
-		attempt := max(min(cmAddrAttempt, time.Until(end)), time.Millisecond)
+		attempt := cmAddrAttempt(tries, time.Until(end))
+		tries++
 		if rc := C.rr_cm_resolve_addr(id, csrc, 1, cdst, 0, C.int(attempt.Milliseconds())); rc != 0 {
 			return r, fail("resolve_addr", 0, 0, syscall.Errno(rc), 0)
 		}
