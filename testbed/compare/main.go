@@ -82,18 +82,18 @@ const serverCPU, clientCPU = "1", "0"
 // build is one rdmarun binary under comparison and its two responders:
 // unpinned, and pinned to serverCPU for pinned runs.
 type build struct {
-	label                 string // as printed in the tool column
-	path                  string
-	servePort, pinnedPort string
-	siwPort               string // its responder on siw0, with --siw
+	label                  string // as printed in the tool column
+	path                   string
+	servePort, pinnedPort  string
+	siwPort, siwPinnedPort string // its responders on siw0, with --siw
 }
 
 // builds are the rdmarun binaries of a run: --rdmarun, and --rdmarun-b
 // when given, each with responders on ports of its own.
 func builds(o options) []build {
-	b := []build{{label: "rdmarun", path: o.rdmarun, servePort: "18520", pinnedPort: "18521", siwPort: "18524"}}
+	b := []build{{label: "rdmarun", path: o.rdmarun, servePort: "18520", pinnedPort: "18521", siwPort: "18524", siwPinnedPort: "18526"}}
 	if o.rdmarunB != "" {
-		b = append(b, build{label: "rdmarun B", path: o.rdmarunB, servePort: "18522", pinnedPort: "18523", siwPort: "18525"})
+		b = append(b, build{label: "rdmarun B", path: o.rdmarunB, servePort: "18522", pinnedPort: "18523", siwPort: "18525", siwPinnedPort: "18527"})
 	}
 	return b
 }
@@ -136,6 +136,15 @@ func tests(o options) []test {
 		{name: "write bw 64KiB cm", tool: "ib_write_bw", args: []string{"-s", "65536", "-n", bw}, bench: []string{"--op", "write", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw}, bandwidth: true},
 		{name: "read bw 64KiB cm", tool: "ib_read_bw", args: []string{"-s", "65536", "-n", bw, "-o", "16"}, bench: []string{"--op", "read", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--max-rd-atomic", "16"}, bandwidth: true},
 	}
+	// The CM's latency rows are pinned as the ones above are (with
+	// --pin): unpinned, where the scheduler puts a busy-polling client
+	// beside its server decides the latency more than the tool does.
+	for i := range cm {
+		if o.pin && !cm[i].bandwidth {
+			cm[i].pinned = true
+			cm[i].name += " pinned"
+		}
+	}
 	for _, t := range cm {
 		t.cm = true
 		t.args = append(slices.Clone(t.args), "-R")
@@ -171,7 +180,10 @@ func tests(o options) []test {
 
 // sample is one run: latency in microseconds, or bandwidth in bytes/s
 // and messages per second.
-type sample struct{ min, median, p99, p999, bytesPerSec, msgsPerSec float64 }
+type sample struct {
+	min, median, p99, p999, bytesPerSec, msgsPerSec float64
+	link                                            linkCheck // what the client sent on its netdev meanwhile
+}
 
 func main() { os.Exit(run()) }
 
@@ -217,6 +229,9 @@ func compare(w io.Writer, o options) error {
 		}
 		if o.siw {
 			serves = append(serves, responder{port: b.siwPort, device: siwServer, gidIndex: -1})
+			if o.pin {
+				serves = append(serves, responder{port: b.siwPinnedPort, device: siwServer, gidIndex: -1, pin: true})
+			}
 		}
 		for _, sv := range serves {
 			serve, err := startServe(o, b.path, sv)
@@ -240,14 +255,27 @@ func compare(w io.Writer, o options) error {
 			continue
 		}
 		bs := builds(o)
+		client, _, _ := t.devices(o)
+		netdev, iters := netdevOf(client), o.latIters
+		if t.bandwidth {
+			iters = o.bwIters
+		}
 		var pt []sample
 		rr := make([][]sample, len(bs))
 		for k := range o.pairs {
 			order := []func() error{
-				func() error { s, err := runPerftest(o, t, k); pt = append(pt, s); return err },
+				func() error {
+					s, err := measureLink(netdev, iters, func() (sample, error) { return runPerftest(o, t, k) })
+					pt = append(pt, s)
+					return err
+				},
 			}
 			for i, b := range bs {
-				order = append(order, func() error { s, err := runRdmarun(o, b, t); rr[i] = append(rr[i], s); return err })
+				order = append(order, func() error {
+					s, err := measureLink(netdev, iters, func() (sample, error) { return runRdmarun(o, b, t) })
+					rr[i] = append(rr[i], s)
+					return err
+				})
 			}
 			if k%2 == 1 {
 				slices.Reverse(order)
@@ -263,6 +291,14 @@ func compare(w io.Writer, o options) error {
 		fmt.Fprint(w, rows(t, pt, rr[0]))
 		for i := 1; i < len(bs); i++ {
 			fmt.Fprint(w, row(t, bs[i].label, pt, rr[i]))
+		}
+		if c, off := offLink(pt); off {
+			fmt.Fprint(w, offLinkNote("perftest", c))
+		}
+		for i, b := range bs {
+			if c, off := offLink(rr[i]); off {
+				fmt.Fprint(w, offLinkNote(b.label, c))
+			}
 		}
 	}
 	return nil
@@ -320,13 +356,19 @@ func rows(t test, pt, rr []sample) string {
 func row(t test, label string, pt, rr []sample) string {
 	p, r := medianOf(pt), medianOf(rr)
 	f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
+	ratio := func(v float64) string { return f("%.3f", v) }
+	_, ptOff := offLink(pt)
+	_, rrOff := offLink(rr)
+	if ptOff || rrOff {
+		ratio = func(float64) string { return "off link" }
+	}
 	switch {
 	case t.msgRate:
-		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), f("%.4g", r.msgsPerSec/1e6), spread(rr, rateOf, "%.4g"), f("%.3f", r.msgsPerSec/p.msgsPerSec))
+		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), f("%.4g", r.msgsPerSec/1e6), spread(rr, rateOf, "%.4g"), ratio(r.msgsPerSec/p.msgsPerSec))
 	case t.bandwidth:
-		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), "", spread(rr, gbpsOf, "%.4f"), f("%.3f", r.bytesPerSec/p.bytesPerSec))
+		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), "", spread(rr, gbpsOf, "%.4f"), ratio(r.bytesPerSec/p.bytesPerSec))
 	default:
-		return line("", label, f("%.2f", r.min), f("%.2f", r.median), f("%.2f", r.p99), f("%.2f", r.p999), "", "", spread(rr, latencyOf, "%.2f"), f("%.3f", r.median/p.median))
+		return line("", label, f("%.2f", r.min), f("%.2f", r.median), f("%.2f", r.p99), f("%.2f", r.p999), "", "", spread(rr, latencyOf, "%.2f"), ratio(r.median/p.median))
 	}
 }
 
@@ -482,10 +524,12 @@ func runRdmarun(o options, b build, t test) (sample, error) {
 	defer cancel()
 	port := b.servePort
 	switch {
-	case t.pinned:
-		port = b.pinnedPort
+	case t.siw && t.pinned:
+		port = b.siwPinnedPort
 	case t.siw:
 		port = b.siwPort
+	case t.pinned:
+		port = b.pinnedPort
 	}
 	client, _, _ := t.devices(o)
 	args := []string{"bench", "--peer", net.JoinHostPort(o.serverAddr, port), "--device", client}

@@ -68,3 +68,38 @@ func TestLatencySampleNaNStdev(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+// TestOffLink: a run whose client sent fewer packets than iterations on
+// its netdev takes the ratio away and is named under the rows; an
+// unknown count (-1) judges nothing.
+func TestOffLink(t *testing.T) {
+	on := sample{median: 20, link: linkCheck{netdev: "veth1", sent: 2004, min: 1000}}
+	unknown := sample{median: 21, link: linkCheck{netdev: "", sent: -1, min: 1000}}
+	loop := sample{median: 12, link: linkCheck{netdev: "veth1", sent: 0, min: 1000}}
+	for _, tc := range []struct {
+		name   string
+		pt, rr []sample
+		off    bool
+	}{
+		{"both crossed", []sample{on, on}, []sample{on}, false},
+		{"counts unknown", []sample{unknown}, []sample{unknown}, false},
+		{"perftest stayed inside a device", []sample{on, loop}, []sample{on}, true},
+		{"rdmarun stayed inside a device", []sample{on}, []sample{loop}, true},
+	} {
+		r := row(test{name: "write lat 2B cm pinned"}, "rdmarun", tc.pt, tc.rr)
+		if got := strings.HasSuffix(r, "off link\n"); got != tc.off {
+			t.Errorf("%s: row %q, off link %v, want %v", tc.name, r, got, tc.off)
+		}
+		if !tc.off && !strings.Contains(r, ".") {
+			t.Errorf("%s: row %q has no ratio", tc.name, r)
+		}
+	}
+	c, off := offLink([]sample{on, loop})
+	if !off {
+		t.Fatal("offLink missed the run that sent nothing")
+	}
+	want := "  ^ perftest: a run sent 0 packets on veth1 in 1000 iterations, so its QPs did not cross the link (a loopback inside one device); no ratio\n"
+	if got := offLinkNote("perftest", c); got != want {
+		t.Errorf("note %q, want %q", got, want)
+	}
+}
