@@ -216,14 +216,19 @@ $(TESTBIN)/compare: FORCE
 	@mkdir -p $(TESTBIN)
 	$(GO) build -o $@ ./testbed/compare
 
+# Preloaded into perftest's -R clients by compare (why: its source).
+$(TESTBIN)/cmsource.so: testbed/cmsource/cmsource.c
+	@mkdir -p $(TESTBIN)
+	$(CC) -Wall -Wextra -O2 -shared -fPIC -o $@ $< -ldl
+
 # On a host with an active RDMA device the demo runs there; otherwise in
 # the soft-RoCE VM, between rxe1 and rxe0.
 demo: $(TESTBIN)/rdmarun
 	testbed/demo.sh $(TESTBIN)/rdmarun
 
 COMPARE_ARGS ?= --lat-iters 1000 --bw-iters 1000 --pairs 5 --siw
-compare: testbed-build $(TESTBIN)/rdmarun $(TESTBIN)/compare
-	TESTBED_SIW=1 testbed/run.sh --timeout $(TESTBED_TIMEOUT) -- $(TESTBIN)/compare --rdmarun $(TESTBIN)/rdmarun $(COMPARE_ARGS)
+compare: testbed-build $(TESTBIN)/rdmarun $(TESTBIN)/compare $(TESTBIN)/cmsource.so
+	TESTBED_SIW=1 testbed/run.sh --timeout $(TESTBED_TIMEOUT) -- $(TESTBIN)/compare --rdmarun $(TESTBIN)/rdmarun --cm-source $(CURDIR)/$(TESTBIN)/cmsource.so $(COMPARE_ARGS)
 
 # Release artifacts, all in dist/ and all with the version from git: both
 # binaries, the deb and rpm of both packages, the container image (made

@@ -2,17 +2,21 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 )
 
 // A run counts only if its client's packets crossed the link: through
-// the CM, perftest's client may bind to the server's device when both
-// sit in one network namespace (measured in the testbed: ib_write_lat -R
-// -d rxe1, with or without --source_ip, sent nothing on veth1, its QPs
-// ran inside rxe0), which is a device loopback, not the path under test.
-// Each run is checked by the client netdev's transmit counter.
+// the CM, perftest 4.5-0.17's client resolves with no source address, so
+// with both ends in one network namespace its QPs bind to the server's
+// device (measured in the testbed: ib_write_lat -R -d rxe1, with or
+// without --source_ip, sent nothing on veth1, its QPs ran inside rxe0),
+// a device loopback, not the path under test. --cm-source corrects
+// that; each run is still checked by the client netdev's transmit
+// counter, so a tool that stays inside one device never gets a ratio.
 
 // netdevOf is the netdev the client device dev sends on: rxe names its
 // parent in sysfs; siw does not, and the testbed puts siw<i> on
@@ -80,4 +84,35 @@ func offLink(runs []sample) (linkCheck, bool) {
 // under its test's rows.
 func offLinkNote(tool string, c linkCheck) string {
 	return fmt.Sprintf("  ^ %s: a run sent %d packets on %s in %d iterations, so its QPs did not cross the link (a loopback inside one device); no ratio\n", tool, c.sent, c.netdev, c.min)
+}
+
+// netdevAddress is netdev's first IPv4 address, else its first other
+// one (link-local aside): the source a CM client on that netdev's device
+// resolves from.
+func netdevAddress(netdev string) (netip.Addr, error) {
+	ifi, err := net.InterfaceByName(netdev)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("client netdev %q: %w", netdev, err)
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("addresses of %s: %w", netdev, err)
+	}
+	var other netip.Addr
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil || p.Addr().IsLinkLocalUnicast() {
+			continue
+		}
+		if p.Addr().Is4() {
+			return p.Addr(), nil
+		}
+		if !other.IsValid() {
+			other = p.Addr()
+		}
+	}
+	if !other.IsValid() {
+		return netip.Addr{}, fmt.Errorf("%s has no address to resolve from", netdev)
+	}
+	return other, nil
 }

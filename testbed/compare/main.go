@@ -41,6 +41,9 @@ type options struct {
 	timeout    time.Duration
 	pin        bool
 	siw        bool
+	// cmSource is cmsource.so, preloaded into perftest's -R clients so
+	// they resolve from the client device's address; "" for none.
+	cmSource string
 }
 
 // test is one perftest tool run and the rdmarun run that measures the same.
@@ -201,6 +204,7 @@ func run() int {
 	flag.StringVar(&o.only, "only", "", "run only the tests whose name contains this")
 	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "deadline of each tool run")
 	flag.BoolVar(&o.pin, "pin", true, "also run the latency tests with both tools pinned alike: servers on CPU "+serverCPU+", clients on CPU "+clientCPU)
+	flag.StringVar(&o.cmSource, "cm-source", "", "cmsource.so (testbed/cmsource/cmsource.c), preloaded into perftest's -R clients so their QPs bind to the -d device's address, as rdmarun's do; without it perftest 4.5-0.17's stay on the server's device")
 	flag.BoolVar(&o.siw, "siw", false, "also compare through rdma_cm on soft-iWARP, "+siwClient+" -> "+siwServer+" (a testbed with TESTBED_SIW=1)")
 	flag.Parse()
 	if err := compare(os.Stdout, o); err != nil {
@@ -248,7 +252,11 @@ func compare(w io.Writer, o options) error {
 	fmt.Fprintf(w, "\"pinned\": both tools' servers on CPU %s and clients on CPU %s (taskset, whole processes); the other rows are unpinned.\n", serverCPU, clientCPU)
 	fmt.Fprintf(w, "Bandwidth from first post to last completion, in Gb/s (10^9 bit/s); perftest's MB/sec is MiB/s and is converted.\n")
 	fmt.Fprintf(w, "Message rate (\"rate\" rows) in millions of messages per second, 128 WRs in flight, every 100th signalled, one WR per post, on both tools.\n")
-	fmt.Fprintf(w, "\"cm\" rows connect through rdma_cm (perftest -R, rdmarun --connect rdma_cm) on the same devices; \"siw\" rows do so on %s -> %s (soft-iWARP).\n\n", siwClient, siwServer)
+	fmt.Fprintf(w, "\"cm\" rows connect through rdma_cm (perftest -R, rdmarun --connect rdma_cm) on the same devices; \"siw\" rows do so on %s -> %s (soft-iWARP).\n", siwClient, siwServer)
+	if o.cmSource != "" {
+		fmt.Fprintf(w, "perftest's -R clients run with %s preloaded: they resolve from the client netdev's address, as rdmarun does, so their QPs bind to the -d device.\n", filepath.Base(o.cmSource))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprint(w, header())
 	for _, t := range tests(o) {
 		if o.only != "" && !strings.Contains(t.name, o.only) {
@@ -477,8 +485,18 @@ func runPerftest(o options, t test, k int) (sample, error) {
 	}
 	defer func() { _ = server.Process.Kill(); _ = server.Wait() }()
 
+	var env []string
+	if t.cm && o.cmSource != "" {
+		src, err := netdevAddress(netdevOf(client))
+		if err != nil {
+			return sample{}, fmt.Errorf("%s client: %w", t.tool, err)
+		}
+		env = append(os.Environ(), "LD_PRELOAD="+o.cmSource, "RR_CM_SOURCE="+src.String())
+	}
 	out, err := perftest.RunClient(ctx, func() *exec.Cmd {
-		return pinnedCmd(ctx, t.pinned, clientCPU, t.tool, append([]string{"-d", client}, append(common, addr)...)...)
+		c := pinnedCmd(ctx, t.pinned, clientCPU, t.tool, append([]string{"-d", client}, append(common, addr)...)...)
+		c.Env = env
+		return c
 	})
 	if err != nil {
 		return sample{}, fmt.Errorf("%s client: %w\n%s\nserver:\n%s", t.tool, err, out, serverOut.Bytes())
