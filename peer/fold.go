@@ -21,7 +21,7 @@ import (
 //   - The responder prepares run N+1, its receives posted, before it
 //     sends run N's Result (resultMsg.Next), so the client may start
 //     sending as soon as it has said Ready.
-//   - Only ping-pong latency runs given by iterations fold: there each
+//   - Only ping-pong latency runs given by iterations (not on UD) fold: there each
 //     side knows when it is done (it has made or answered its round
 //     trips), so the Done that tells a bandwidth receiver, or a duration
 //     run's responder, to stop carries no news. A side that fails still
@@ -40,7 +40,8 @@ import (
 
 // foldable reports whether a kept session of spec may run folded.
 func foldable(spec rdma.Test, noCounters bool) bool {
-	return spec.Measure == rdma.MeasureLatency && spec.Op.PingPong() && spec.Duration == 0 && noCounters
+	// A UD responder cannot know its end: requests may be lost.
+	return spec.Measure == rdma.MeasureLatency && spec.Op.PingPong() && spec.Duration == 0 && spec.QPType != rdma.UD && noCounters
 }
 
 // startSaid reports whether the responder says Start before a run of

@@ -64,11 +64,24 @@ func (c *EndpointConfig) Validate() error {
 		return fmt.Errorf("endpoint: %d QPs out of range 1..4096", c.QPs)
 	case c.Channels < 0 || c.Channels > 4096:
 		return fmt.Errorf("endpoint: %d completion channels out of range 0..4096", c.Channels)
-	case c.QPType == UD:
-		return errors.New("endpoint: qp_type ud is not supported yet; use rc or uc")
 	}
 	return nil
 }
+
+// grhBytes is the space before the data of each receive: a UD receive
+// starts with the packet's global route header (RR_GRH_BYTES).
+func (c EndpointConfig) grhBytes() int {
+	if c.QPType == UD {
+		return udGRHBytes
+	}
+	return 0
+}
+
+// udGRHBytes is RR_GRH_BYTES (enums_linux.go ties them).
+const udGRHBytes = 40
+
+// GRHBytes is the global route header a UD receive holds before its data.
+const GRHBytes = udGRHBytes
 
 // QPAttrs are the connection attributes of an RC QP, each with its value:
 // what a Test runs with and what results record (Effective after connect).
@@ -196,6 +209,8 @@ type EndpointInfo struct {
 	Stride    uint64   `json:"-"`
 	ActiveMTU int      `json:"active_mtu_bytes"`
 	MaxInline int      `json:"max_inline_bytes"`
+	// QKey is a UD endpoint's Q_Key, which its peer's sends must carry.
+	QKey uint32 `json:"qkey,omitempty"`
 }
 
 // PairConfig fills in the endpoint settings t needs (queues, QPs,

@@ -62,7 +62,12 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 	}
 	r.tx_depth = C.uint32_t(spec.TxDepth)
 	r.rx_depth = C.uint32_t(spec.RxDepth)
-	r.recv_len = C.uint32_t(e.cfg.MaxMessage)
+	r.recv_len = C.uint32_t(e.cfg.MaxMessage + e.cfg.grhBytes())
+	if spec.QPType == UD {
+		r.ud = 1
+		r.grh = C.uint32_t(e.cfg.grhBytes())
+		r.lost_ns = C.int64_t(time.Duration(spec.LossTimeout).Nanoseconds())
+	}
 	r.cq_mod = C.uint32_t(spec.CQModeration)
 	r.post_list = C.uint32_t(spec.PostList)
 	r.stall_ns = C.int64_t(spec.StallWindow().Nanoseconds())
@@ -127,10 +132,15 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 			q.qp = e.qps[i]
 			q.cq = e.cqs[i]
 			q.sbuf = (*C.uint8_t)(unsafe.Pointer(&e.sendArea(i)[0]))
-			q.rbuf = (*C.uint8_t)(unsafe.Pointer(&e.recvArea(i)[0]))
+			q.rbuf = (*C.uint8_t)(unsafe.Pointer(&e.recvBuffer(i)[0]))
 			q.lkey = e.mr.lkey
 			q.raddr = C.uint64_t(peer.Addr + uint64(i)*peer.Stride)
 			q.rkey = C.uint32_t(peer.RKey)
+			if spec.QPType == UD {
+				q.ah = e.ah
+				q.remote_qpn = C.uint32_t(peer.QPNs[i])
+				q.remote_qkey = C.uint32_t(e.remoteQKey)
+			}
 			q.recv_posted = C.uint64_t(e.recvLeft[i])
 			if p, err = c.calloc(uintptr(spec.PostList), unsafe.Sizeof(C.struct_ibv_send_wr{})); err != nil {
 				return nil, err

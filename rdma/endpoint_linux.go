@@ -47,6 +47,15 @@ type Endpoint struct {
 	// use (siw.c); nil on every other device.
 	siwPlug *C.struct_ibv_cq
 	qps     []*C.struct_ibv_qp
+	// ah is a UD endpoint's address handle of the peer's port (Connect),
+	// which every QP's sends name with the peer QP's number; qkey is the
+	// QPs' Q_Key, and remoteQKey the peer's.
+	ah         *C.struct_ibv_ah
+	qkey       uint32
+	remoteQKey uint32
+	// mtuFrom says where a UD endpoint's path MTU came from, for the
+	// error of a message above it.
+	mtuFrom string
 	mr      *C.struct_ibv_mr
 	mem     []byte // mmap'ed: registered memory must not move, so it is never Go heap
 	attrs   QPAttrs
@@ -129,7 +138,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("rdma: %s: %w", cfg.Device, err)
 	}
-	e := &Endpoint{cfg: cfg, port: *port, gid: gid, slot: slotBytes(cfg.MaxMessage), wake: -1}
+	e := &Endpoint{cfg: cfg, port: *port, gid: gid, slot: slotBytes(cfg.MaxMessage + cfg.grhBytes()), wake: -1}
 	if !cfg.SkipPortCounters {
 		e.counters = portstats.NewPort("", cfg.Device, cfg.Port)
 	}
@@ -191,9 +200,8 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		}
 		e.chans = append(e.chans, ch)
 	}
-	uc := C.int(0)
-	if cfg.QPType == UC {
-		uc = 1
+	if cfg.QPType == UD {
+		e.qkey = randomQKey()
 	}
 	e.inline = cfg.MaxInline
 	for i := range cfg.QPs {
@@ -207,7 +215,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		}
 		e.cqs = append(e.cqs, cq)
 		var gotInline C.uint32_t
-		qp, err := C.rr_create_qp(e.pd, cq, uc, C.uint32_t(cfg.SQDepth), C.uint32_t(cfg.RQDepth), C.uint32_t(cfg.MaxInline), &gotInline)
+		qp, err := C.rr_create_qp(e.pd, cq, C.int(cfg.QPType), C.uint32_t(cfg.SQDepth), C.uint32_t(cfg.RQDepth), C.uint32_t(cfg.MaxInline), &gotInline)
 		if qp == nil {
 			return nil, verbsErr("ibv_create_qp", cfg.Device, err)
 		}
@@ -215,13 +223,29 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		// Drivers may round the inline size up; post inline only what
 		// was asked for.
 		e.inline = min(e.inline, int(gotInline))
-		if rc := C.rr_qp_to_init(qp, C.uint8_t(cfg.Port), accessAll); rc != 0 {
+		rc := C.int(0)
+		if cfg.QPType == UD {
+			rc = C.rr_ud_qp_to_init(qp, C.uint8_t(cfg.Port), C.uint32_t(e.qkey))
+		} else {
+			rc = C.rr_qp_to_init(qp, C.uint8_t(cfg.Port), accessAll)
+		}
+		if rc != 0 {
 			return nil, rcErr("ibv_modify_qp(INIT)", cfg.Device, rc)
 		}
 		e.psns = append(e.psns, randomPSN())
 	}
 	e.recvLeft = make([]uint64, cfg.QPs)
 	return e, nil
+}
+
+// randomQKey draws a UD endpoint's Q_Key: a datagram whose Q_Key differs
+// is dropped, so a stray sender (another run's, another tool's) cannot be
+// counted as this run's traffic. The top bit stays clear: Q_Keys with it
+// set are the controlled ones only privileged senders may use.
+func randomQKey() uint32 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint32(b[:])&0x7fffffff | 1
 }
 
 func randomPSN() uint32 {
@@ -260,6 +284,7 @@ func (e *Endpoint) Info() EndpointInfo {
 		Stride:    uint64(2 * e.slot),
 		ActiveMTU: e.port.ActiveMTU,
 		MaxInline: e.inline,
+		QKey:      e.qkey,
 	}
 }
 
@@ -284,8 +309,15 @@ func (e *Endpoint) sendArea(i int) []byte {
 // recvArea is QP i's receive area: where the peer's writes and sends
 // land, and what the peer's reads and atomics target.
 func (e *Endpoint) recvArea(i int) []byte {
-	off := 2*e.slot*i + e.slot
+	off := 2*e.slot*i + e.slot + e.cfg.grhBytes()
 	return e.mem[off : off+e.cfg.MaxMessage]
+}
+
+// recvBuffer is where QP i's receives are posted: its receive area,
+// after the room for a UD receive's GRH.
+func (e *Endpoint) recvBuffer(i int) []byte {
+	off := 2*e.slot*i + e.slot
+	return e.mem[off : off+e.cfg.grhBytes()+e.cfg.MaxMessage]
 }
 
 // Connect moves every QP through RTR to RTS towards the peer's QP of the
@@ -315,6 +347,13 @@ func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
 	mtu, err := MTUEnum(a.MTU)
 	if err != nil {
 		return err
+	}
+	if e.cfg.QPType == UD {
+		from := "qp_attrs.mtu_bytes"
+		if attrs.MTU == 0 {
+			from = fmt.Sprintf("the smaller of %s's active MTU %d and the peer %s's %d", e.cfg.Device, e.port.ActiveMTU, remote.Device, remote.ActiveMTU)
+		}
+		return e.connectUD(remote, a, from)
 	}
 	for i, qp := range e.qps {
 		c := C.struct_rr_conn{
@@ -425,6 +464,10 @@ func (e *Endpoint) Close() error {
 		errs = append(errs, rcErr("ibv_destroy_qp", e.cfg.Device, C.ibv_destroy_qp(qp)))
 	}
 	e.qps = nil
+	if e.ah != nil {
+		errs = append(errs, rcErr("ibv_destroy_ah", e.cfg.Device, C.ibv_destroy_ah(e.ah)))
+		e.ah = nil
+	}
 	for _, cq := range e.cqs {
 		errs = append(errs, rcErr("ibv_destroy_cq", e.cfg.Device, C.ibv_destroy_cq(cq)))
 	}

@@ -25,6 +25,11 @@ func _() {
 	_ = x[MeasureLatency-C.RR_LATENCY]
 	_ = x[MeasureBandwidth-C.RR_BANDWIDTH]
 
+	_ = x[RC-C.RR_QPT_RC]
+	_ = x[UC-C.RR_QPT_UC]
+	_ = x[UD-C.RR_QPT_UD]
+	_ = x[udGRHBytes-C.RR_GRH_BYTES]
+
 	_ = x[RoleSend-C.RR_ROLE_SEND]
 	_ = x[RoleRecv-C.RR_ROLE_RECV]
 

@@ -38,6 +38,7 @@
 
 enum { WANT_SEND, WANT_RECV };
 enum { DONE = 1 }; // returned by responder waits when the peer's senders finished
+enum { LOST = 2 }; // returned by a UD round trip whose answer did not come within lost_ns
 
 int64_t rr_now_ns(void)
 {
@@ -304,6 +305,25 @@ static int check(struct rr_worker *w, uint64_t *since, int waiting)
 	return 0;
 }
 
+// Notes the sequence byte of a UD message q received: the immediate's low
+// byte, or the data's last byte, which follows the GRH. A latency
+// requester's answer either carries the sequence of its request (matched)
+// or is the late answer to one that timed out.
+static void ud_received(struct rr_worker *w, struct rr_qp_io *q, const struct ibv_wc *wc)
+{
+	const struct rr_run *r = w->run;
+	if (wc->wc_flags & IBV_WC_WITH_IMM)
+		q->rseq = (uint8_t)be32toh(wc->imm_data);
+	else
+		q->rseq = ((volatile uint8_t *)q->rbuf)[r->grh + r->size - 1];
+	if (r->measure != RR_LATENCY || !(w->role & RR_ROLE_SEND))
+		return;
+	if (q->rseq == q->seq && !q->matched)
+		q->matched = 1;
+	else
+		q->late++;
+}
+
 // Polls q's CQ once and accounts for what it finds. Send WRs carry their
 // 1-based sequence number as wr_id, and an RC/UC send queue completes in
 // order, so the last send completion says how many WRs are done (under
@@ -325,10 +345,13 @@ static int poll_q(struct rr_worker *w, struct rr_qp_io *q, int stamp_recv)
 			w->wc_qpn = wc[i].qp_num;
 			return wfail(w, RR_FAIL_WC);
 		}
-		if (wc[i].opcode & IBV_WC_RECV)
+		if (wc[i].opcode & IBV_WC_RECV) {
 			recvs++;
-		else
+			if (w->run->ud)
+				ud_received(w, q, &wc[i]);
+		} else {
 			q->completed = wc[i].wr_id;
+		}
 	}
 	if (recvs) {
 		q->received += recvs;
@@ -342,6 +365,8 @@ static int poll_q(struct rr_worker *w, struct rr_qp_io *q, int stamp_recv)
 	return n;
 }
 
+static int wait_event(struct rr_worker *w, int64_t left_ns);
+
 // Blocks on the worker's completion channel until an event, a stop
 // request or the stall deadline. The caller armed the CQs it waits on
 // and polled them once more after arming, so no completion is missed.
@@ -354,7 +379,14 @@ static int block(struct rr_worker *w, uint64_t *since, int waiting)
 		w->waiting = waiting;
 		return wfail(w, RR_FAIL_STALL);
 	}
-	int ms = (int)(left / 1000000) + 1;
+	return wait_event(w, left);
+}
+
+// Sleeps on the worker's completion channel for at most left_ns (and at
+// most EVENT_SLICE_MS), and consumes the event that woke it, if any.
+static int wait_event(struct rr_worker *w, int64_t left_ns)
+{
+	int ms = (int)(left_ns / 1000000) + 1;
 	if (ms > EVENT_SLICE_MS)
 		ms = EVENT_SLICE_MS;
 	// The wake fd stays readable once written, so it is watched only
@@ -506,7 +538,11 @@ static void prepare_wrs(struct rr_worker *w, struct rr_qp_io *q)
 		wr->sg_list = sge;
 		wr->num_sge = 1;
 		wr->opcode = send_opcode(r->op);
-		if (is_atomic(r->op)) {
+		if (r->ud) {
+			wr->wr.ud.ah = q->ah;
+			wr->wr.ud.remote_qpn = q->remote_qpn;
+			wr->wr.ud.remote_qkey = q->remote_qkey;
+		} else if (is_atomic(r->op)) {
 			wr->wr.atomic.remote_addr = q->raddr;
 			wr->wr.atomic.rkey = q->rkey;
 		} else {
@@ -538,9 +574,12 @@ static inline void ask_completion(const struct rr_run *r, struct ibv_send_wr *wr
 // wakes an event-mode waiter once more. A read's or an atomic's completion
 // is its round trip, so each asks; so does each WR of a run given by a
 // duration, which does not know its last.
+//
+// On UD every WR asks too: a responder answers until the requester is
+// done, so neither side knows its last WR.
 static int lat_every_wr_asks(const struct rr_run *r)
 {
-	return r->op == RR_READ || is_atomic(r->op) || r->duration_ns;
+	return r->op == RR_READ || is_atomic(r->op) || r->duration_ns || r->ud;
 }
 
 // Posts one WR (the latency loops).
@@ -572,11 +611,73 @@ static int post_one(struct rr_worker *w, struct rr_qp_io *q)
 	return 0;
 }
 
+// Gives back the receives q's queue is missing: a UD message that finds
+// no receive posted is dropped, so each one taken, by an answer or a late
+// answer, wherever it was polled, is posted again at once.
+static int ud_refill(struct rr_worker *w, struct rr_qp_io *q)
+{
+	int64_t posted = (int64_t)(q->recv_posted - q->received);
+	if (posted >= (int64_t)w->run->rx_depth)
+		return 0;
+	return post_recv(w, q, (uint32_t)((int64_t)w->run->rx_depth - posted));
+}
+
+// Waits for the answer to q's request, posted at t0 (ticks), for at most
+// lost_ns: LOST when it did not come.
+static int ud_wait_answer(struct rr_worker *w, struct rr_qp_io *q, uint64_t t0)
+{
+	struct rr_run *r = w->run;
+	uint32_t spins = 0;
+	for (;;) {
+		int n = poll_q(w, q, 0);
+		if (n < 0 || ud_refill(w, q))
+			return -1;
+		if (q->matched)
+			return 0;
+		if (n > 0)
+			continue;
+		if (!w->ch && (++spins & (SPIN_CHECK - 1)) != 0)
+			continue;
+		if (r->stop)
+			return wfail(w, RR_FAIL_STOPPED);
+		int64_t left = r->lost_ns - (int64_t)ticks_ns(w, ticks(w) - t0);
+		if (left <= 0) {
+			q->timed_out++;
+			return LOST;
+		}
+		if (w->ch) {
+			if (arm(w, q))
+				return -1;
+			n = poll_q(w, q, 0);
+			if (n < 0 || ud_refill(w, q))
+				return -1;
+			if (n == 0 && wait_event(w, left))
+				return -1;
+		}
+	}
+}
+
+// One UD round trip from the requester's side: send or send_imm, whose
+// answer may never come.
+static int ud_request(struct rr_worker *w, struct rr_qp_io *q)
+{
+	struct rr_run *r = w->run;
+	if (r->op == RR_SEND)
+		q->sbuf[r->size - 1] = q->seq;
+	q->matched = 0;
+	uint64_t t0 = ticks(w);
+	if (post_one(w, q))
+		return -1;
+	return ud_wait_answer(w, q, t0);
+}
+
 // One round trip from the requester's side.
 static int lat_request(struct rr_worker *w, struct rr_qp_io *q)
 {
 	struct rr_run *r = w->run;
 	q->seq = (uint8_t)(q->seq % 255 + 1); // never 0, the receive areas' initial byte
+	if (r->ud)
+		return ud_request(w, q);
 	switch (r->op) {
 	case RR_WRITE:
 		q->sbuf[r->size - 1] = q->seq;
@@ -649,6 +750,7 @@ static int lat_requester(struct rr_worker *w)
 	uint64_t tick_begin = 0;
 	// Warm-up and iteration counts are per QP; the QPs take turns.
 	uint64_t nq = (uint64_t)w->nq, warm = r->warmup * nq, total = (r->warmup + r->iters) * nq;
+	uint64_t heard = ticks(w); // UD: when an answer last arrived
 	for (uint64_t i = 0;; i++) {
 		w->iter = i;
 		if (i == warm) {
@@ -663,10 +765,23 @@ static int lat_requester(struct rr_worker *w)
 		if (r->stop)
 			return wfail(w, RR_FAIL_STOPPED);
 		struct rr_qp_io *q = &w->q[i % nq];
+		uint64_t got = q->received;
 		uint64_t t0 = ticks(w);
-		if (lat_request(w, q))
-			return -1;
+		int rc = lat_request(w, q);
 		uint64_t t1 = ticks(w);
+		if (q->received != got)
+			heard = t1;
+		if (rc == LOST) {
+			// A path that answers nothing for stall_ns ends the run:
+			// what was sent and lost is the result, not a stall.
+			if ((int64_t)ticks_ns(w, t1 - heard) >= r->stall_ns) {
+				w->silent = 1;
+				break;
+			}
+			continue;
+		}
+		if (rc)
+			return -1;
 		if (i >= warm) {
 			w->samples[w->nsamples++] = t1 - t0;
 			if (w->nsamples == RR_SAMPLE_BATCH)
@@ -674,8 +789,65 @@ static int lat_requester(struct rr_worker *w)
 		}
 	}
 	w->t_end = rr_now_ns();
-	clk_check(w, w->t_end - w->t_begin, ticks(w) - tick_begin);
+	if (w->t_begin == 0) // a silent UD path ended the run in its warm-up
+		w->t_begin = w->t_end;
+	else
+		clk_check(w, w->t_end - w->t_begin, ticks(w) - tick_begin);
 	samples_flush(w);
+	for (int k = 0; k < w->nq; k++)
+		if (wait_q(w, &w->q[k], WANT_SEND, w->q[k].posted, 0))
+			return -1;
+	return 0;
+}
+
+// Answers UD round trips on whichever QP has one, until the requester is
+// done: a request may be lost, so neither the count nor the order of
+// requests is known. Each answer carries its request's sequence byte.
+static int ud_lat_responder(struct rr_worker *w)
+{
+	struct rr_run *r = w->run;
+	for (;;) {
+		if (r->stop)
+			return wfail(w, RR_FAIL_STOPPED);
+		int progress = 0;
+		for (int k = 0; k < w->nq; k++) {
+			struct rr_qp_io *q = &w->q[k];
+			int n = poll_q(w, q, 0);
+			if (n < 0)
+				return -1;
+			progress += n;
+			// A request is answered as its receive is given back, so the
+			// receives missing from the queue are the requests not yet
+			// answered, those seen by the poll below included.
+			if ((int64_t)(q->recv_posted - q->received) >= (int64_t)r->rx_depth)
+				continue;
+			if (ud_refill(w, q))
+				return -1;
+			q->seq = q->rseq;
+			if (r->op == RR_SEND)
+				q->sbuf[r->size - 1] = q->seq;
+			if (post_one(w, q))
+				return -1;
+			w->iter++;
+			progress++;
+		}
+		if (progress)
+			continue;
+		if (r->peer_done)
+			break;
+		if (w->ch) {
+			int n = 0;
+			for (int k = 0; k < w->nq && n == 0; k++) {
+				if (arm(w, &w->q[k]))
+					return -1;
+				n = poll_q(w, &w->q[k], 0);
+				if (n < 0)
+					return -1;
+			}
+			if (n == 0 && wait_event(w, (int64_t)EVENT_SLICE_MS * 1000000))
+				return -1;
+		}
+	}
 	for (int k = 0; k < w->nq; k++)
 		if (wait_q(w, &w->q[k], WANT_SEND, w->q[k].posted, 0))
 			return -1;
@@ -778,6 +950,22 @@ static void sender_finished(struct rr_worker *w)
 	}
 }
 
+// Whether a UD receiver short of its count has waited long enough: the
+// peer's senders are done and nothing has arrived for lost_ns since, so
+// the rest is lost.
+static int ud_drained(struct rr_worker *w, int progress)
+{
+	struct rr_run *r = w->run;
+	if (!r->peer_done)
+		return 0;
+	uint64_t now = ticks(w);
+	if (w->drain_since == 0 || progress) {
+		w->drain_since = now;
+		return 0;
+	}
+	return (int64_t)ticks_ns(w, now - w->drain_since) >= r->lost_ns;
+}
+
 static int bw_worker(struct rr_worker *w)
 {
 	struct rr_run *r = w->run;
@@ -793,7 +981,7 @@ static int bw_worker(struct rr_worker *w)
 	memset(sdone, 0, sizeof(sdone));
 	w->t_begin = rr_now_ns();
 	for (;;) {
-		int progress = 0, pending = 0;
+		int progress = 0, pending = 0, short_of = 0;
 		for (int k = 0; k < w->nq; k++) {
 			struct rr_qp_io *q = &w->q[k];
 			if (sender && !sdone[k]) {
@@ -824,9 +1012,15 @@ static int bw_worker(struct rr_worker *w)
 			// A duration run's receiver cannot know the count; it stops
 			// once the peer's senders are done and its CQ is empty. On
 			// RC every completed send was received, so nothing is lost.
-			if (receiver && (r->duration_ns ? !(r->peer_done && n == 0) : q->received < r->iters))
+			// On UD messages may be lost: a receiver short of the count
+			// drains (ud_drained) instead.
+			if (receiver && r->ud)
+				short_of |= r->duration_ns || q->received < r->iters;
+			else if (receiver && (r->duration_ns ? !(r->peer_done && n == 0) : q->received < r->iters))
 				pending = 1;
 		}
+		if (short_of && !ud_drained(w, progress))
+			pending = 1;
 		if (sender && !senders_finished) {
 			int all = 1;
 			for (int k = 0; k < w->nq; k++)
@@ -846,6 +1040,11 @@ static int bw_worker(struct rr_worker *w)
 			since = 0;
 			continue;
 		}
+		// A UD receiver waits for the peer's senders however long they
+		// take: what they sent and the receiver missed is loss, not a
+		// stall, and their end comes over the control channel.
+		if (r->ud && !sender)
+			since = 0;
 		if (w->ch) {
 			int n = 0;
 			for (int k = 0; k < w->nq && n == 0; k++) {
@@ -934,6 +1133,8 @@ static void *worker_main(void *arg)
 			bw_worker(w);
 		else if (w->role & RR_ROLE_SEND)
 			lat_requester(w);
+		else if (r->ud)
+			ud_lat_responder(w);
 		else
 			lat_responder(w);
 	}

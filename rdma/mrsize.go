@@ -16,7 +16,7 @@ func slotBytes(maxMessage int) int { return (maxMessage + 63) &^ 63 }
 // exactly what the endpoint will pin, not an estimate that could drift
 // from it. The configuration is the one SpecConfig makes.
 func (c EndpointConfig) RegisteredBytes() int64 {
-	n := int64(2) * int64(slotBytes(c.MaxMessage)) * int64(c.QPs)
+	n := int64(2) * int64(slotBytes(c.MaxMessage+c.grhBytes())) * int64(c.QPs)
 	unit := int64(os.Getpagesize())
 	if c.Hugepages {
 		unit = hugePage

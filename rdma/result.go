@@ -40,6 +40,8 @@ type LatencyStats struct {
 	// buckets in rising order: what an exporter feeds its histograms with,
 	// without walking the HDR histogram's whole range per probe.
 	Buckets []Bucket `json:"-"`
+	// Delivery is a UD run's round trips: begun, answered, lost.
+	Delivery *Delivery `json:"delivery,omitempty"`
 }
 
 // Bucket is a latency value (the middle of a 0.1%-wide bucket, ns) and
@@ -58,6 +60,8 @@ type Direction struct {
 	Seconds        float64 `json:"seconds"` // first post to last completion
 	BytesPerSecond float64 `json:"bytes_per_second"`
 	MessagesPerSec float64 `json:"messages_per_second"`
+	// Delivery (UD): what of Messages, the messages sent, arrived.
+	Delivery *Delivery `json:"delivery,omitempty"`
 }
 
 // Gbps is the rate in 10^9 bit/s.
@@ -269,3 +273,37 @@ func highestEquivalent(v int64) int64 {
 	shift := bits.Len64(uint64(v)) - 11
 	return (v>>shift)<<shift + 1<<shift - 1
 }
+
+// Delivery is what a UD run sent and what arrived. UD drops a message
+// that meets a lossy link or finds no receive posted, by design, so a UD
+// run reports its loss rather than failing on it; thresholds decide.
+type Delivery struct {
+	// Sent: messages sent (bandwidth), or round trips begun (latency,
+	// warm-up included).
+	Sent uint64 `json:"sent"`
+	// Received: messages received, or round trips answered within
+	// loss_timeout.
+	Received uint64 `json:"received"`
+	// Lost: sent and never received; in latency, round trips with no
+	// answer at all.
+	Lost      uint64  `json:"lost"`
+	LossRatio float64 `json:"loss_ratio"`
+	// Late (latency): answers that came after loss_timeout; their round
+	// trips are not in the latency statistics.
+	Late uint64 `json:"late,omitempty"`
+	// Silent (latency): the run ended early because nothing was answered
+	// for stall_timeout.
+	Silent bool `json:"silent,omitempty"`
+	// ReceivedBytesPerSecond (bandwidth): the receiver's rate, first to
+	// last arrival.
+	ReceivedBytesPerSecond float64 `json:"received_bytes_per_second,omitempty"`
+}
+
+func (d *Delivery) ratio() {
+	if d.Sent > 0 {
+		d.LossRatio = float64(d.Lost) / float64(d.Sent)
+	}
+}
+
+// ReceivedGbps is the receiver's rate in 10^9 bit/s.
+func (d Delivery) ReceivedGbps() float64 { return d.ReceivedBytesPerSecond * 8 / 1e9 }

@@ -208,3 +208,30 @@ func BenchmarkAssembleLatency(b *testing.B) {
 		}
 	}
 }
+
+// TestDelivery: what a UD run's sides counted becomes sent, received,
+// lost and late, in latency and in bandwidth.
+func TestDelivery(t *testing.T) {
+	req := &SideResult{QPs: []QPCounts{{Posted: 110, TimedOut: 3, Late: 1, Received: 108}, {Posted: 110}}, Silent: true}
+	got := roundTripDelivery(req)
+	want := &Delivery{Sent: 220, Received: 217, Lost: 2, LossRatio: 2.0 / 220, Late: 1, Silent: true}
+	if *got != *want {
+		t.Errorf("round trips: %+v, want %+v", *got, *want)
+	}
+	// More late answers than time-outs cannot make a negative loss.
+	if d := roundTripDelivery(&SideResult{QPs: []QPCounts{{Posted: 10, TimedOut: 1, Late: 2}}}); d.Lost != 0 || d.Received != 9 {
+		t.Errorf("late beyond timed out: %+v", *d)
+	}
+	rx := &SideResult{QPs: []QPCounts{
+		{Received: 500, FirstRecv: 1e9, LastRecv: 1e9 + 5e8},
+		{Received: 490, FirstRecv: 1e9 + 1e6, LastRecv: 1e9 + 4e8},
+	}}
+	got = messageDelivery(1000, rx, 1024)
+	want = &Delivery{Sent: 1000, Received: 990, Lost: 10, LossRatio: 0.01, ReceivedBytesPerSecond: 989 * 1024 / 0.5}
+	if *got != *want {
+		t.Errorf("messages: %+v, want %+v", *got, *want)
+	}
+	if d := messageDelivery(1000, &SideResult{QPs: []QPCounts{{}}}, 1024); d.Lost != 1000 || d.LossRatio != 1 || d.ReceivedBytesPerSecond != 0 {
+		t.Errorf("nothing received: %+v", *d)
+	}
+}

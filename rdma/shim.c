@@ -32,14 +32,14 @@ struct ibv_mr *rr_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 	return ibv_reg_mr(pd, addr, len, access);
 }
 
-struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int uc, uint32_t sq, uint32_t rq,
+struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int qpt, uint32_t sq, uint32_t rq,
 			    uint32_t max_inline, uint32_t *got_inline)
 {
 	struct ibv_qp_init_attr ia;
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = cq;
 	ia.recv_cq = cq;
-	ia.qp_type = uc ? IBV_QPT_UC : IBV_QPT_RC;
+	ia.qp_type = qpt == RR_QPT_UD ? IBV_QPT_UD : qpt == RR_QPT_UC ? IBV_QPT_UC : IBV_QPT_RC;
 	ia.sq_sig_all = 0;
 	ia.cap.max_send_wr = sq;
 	ia.cap.max_recv_wr = rq;
@@ -61,6 +61,47 @@ int rr_qp_to_init(struct ibv_qp *qp, uint8_t port, int access)
 	a.port_num = port;
 	a.qp_access_flags = access;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+int rr_ud_qp_to_init(struct ibv_qp *qp, uint8_t port, uint32_t qkey)
+{
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = port;
+	a.qkey = qkey;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+}
+
+int rr_ud_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn)
+{
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	if (rc)
+		return rc;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
+struct ibv_ah *rr_create_ah(struct ibv_pd *pd, const struct rr_conn *c)
+{
+	struct ibv_ah_attr a;
+	memset(&a, 0, sizeof(a));
+	a.dlid = c->dlid;
+	a.sl = c->sl;
+	a.port_num = c->port;
+	if (c->is_global) {
+		a.is_global = 1;
+		memcpy(a.grh.dgid.raw, c->dgid, 16);
+		a.grh.sgid_index = c->sgid_index;
+		a.grh.hop_limit = c->hop_limit;
+		a.grh.traffic_class = c->traffic_class;
+	}
+	return ibv_create_ah(pd, &a);
 }
 
 int rr_qp_to_rtr(struct ibv_qp *qp, const struct rr_conn *c)

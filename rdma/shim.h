@@ -43,6 +43,13 @@ struct rr_conn {
 	uint8_t uc; // unreliable connected: no ACK timers, no reads or atomics
 };
 
+// Transports; rr_create_qp takes one.
+enum rr_qpt { RR_QPT_RC, RR_QPT_UC, RR_QPT_UD };
+
+// A UD receive starts with the 40 bytes of the packet's global route
+// header (on RoCE, always; on InfiniBand, room for one), before the data.
+#define RR_GRH_BYTES 40
+
 // Operations, measures and roles; the Go side mirrors these numbers, and
 // enums_linux.go does not compile if it stops doing so.
 enum rr_op { RR_SEND, RR_SEND_IMM, RR_WRITE, RR_WRITE_IMM, RR_READ, RR_FETCH_ADD, RR_CMP_SWAP };
@@ -91,6 +98,10 @@ struct rr_qp_io {
 	uint32_t lkey;
 	uint64_t raddr; // the peer QP's receive area
 	uint32_t rkey;
+	// UD: the address handle of the peer QP, its number and Q_Key.
+	struct ibv_ah *ah;
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
 
 	// Run state and results.
 	uint64_t posted, completed; // send WRs
@@ -99,6 +110,13 @@ struct rr_qp_io {
 	int64_t t_first_post, t_last_comp, t_first_recv, t_last_recv;
 	uint64_t atomic_next; // the value the remote word should hold next
 	uint8_t seq;          // ping-pong sequence byte of this QP
+	// UD latency: the sequence byte of the last message received, whether
+	// one carried seq since the last request (matched), and the round
+	// trips that got no answer within lost_ns (timed_out) and the answers
+	// that came after that (late).
+	uint8_t rseq;
+	int matched;
+	uint64_t timed_out, late;
 	struct ibv_send_wr *wrs; // post_list WRs, chained; filled by the worker
 	struct ibv_sge *sges;
 };
@@ -150,6 +168,12 @@ struct rr_worker {
 	int rx_armed;
 	uint32_t stall_extended;
 	int64_t stall_waited_ns;
+
+	// UD: the requester ended its round trips early because no answer
+	// had come for stall_ns (silent); a receiver's drain began at drain_since
+	// (ticks; 0: not yet), once the peer's senders were done.
+	int silent;
+	uint64_t drain_since;
 };
 
 struct rr_run {
@@ -173,6 +197,12 @@ struct rr_run {
 	int64_t stall_ns;
 	int64_t stall_cap_ns;
 	int port_rx_fd;
+	// UD (ud set): a message or an answer that has not arrived lost_ns
+	// after it could have is counted lost, and the run moves on; grh is
+	// the bytes before a receive's data (RR_GRH_BYTES).
+	int ud;
+	uint32_t grh;
+	int64_t lost_ns;
 
 	volatile int stop;      // set by a failing worker, or by Go to end a run early
 	volatile int peer_done; // set by Go: every sender on the other side has finished
@@ -190,9 +220,16 @@ struct rr_run {
 ssize_t rr_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
 int rr_query_port(struct ibv_context *ctx, uint8_t port, struct rr_port_info *out);
 struct ibv_mr *rr_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access);
-struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int uc, uint32_t sq, uint32_t rq,
+struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int qpt, uint32_t sq, uint32_t rq,
 			    uint32_t max_inline, uint32_t *got_inline);
 int rr_qp_to_init(struct ibv_qp *qp, uint8_t port, int access);
+// A UD QP goes to INIT with its Q_Key, and to RTR and RTS with no peer:
+// the peer is named per send, by an address handle (rr_create_ah).
+int rr_ud_qp_to_init(struct ibv_qp *qp, uint8_t port, uint32_t qkey);
+int rr_ud_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn);
+// The address handle of c's destination (dlid, dgid, port, sgid_index,
+// sl, hop_limit, traffic_class); NULL with errno set on failure.
+struct ibv_ah *rr_create_ah(struct ibv_pd *pd, const struct rr_conn *c);
 int rr_qp_to_rtr(struct ibv_qp *qp, const struct rr_conn *c);
 int rr_qp_to_rts(struct ibv_qp *qp, const struct rr_conn *c);
 int rr_qp_to_err(struct ibv_qp *qp);

@@ -17,6 +17,10 @@ type QPCounts struct {
 	LastComp  int64  `json:"last_completion_ns,omitempty"`
 	FirstRecv int64  `json:"first_recv_ns,omitempty"`
 	LastRecv  int64  `json:"last_recv_ns,omitempty"`
+	// UD latency (requester): round trips whose answer did not come
+	// within loss_timeout, and answers that came after it.
+	TimedOut uint64 `json:"timed_out,omitempty"`
+	Late     uint64 `json:"late,omitempty"`
 }
 
 // SideResult is one side's share of a result. A remote responder sends
@@ -30,6 +34,9 @@ type SideResult struct {
 	End      int64            `json:"end_ns,omitempty"`
 	CPU      CPUUse           `json:"cpu"`
 	Counters portstats.Deltas `json:"counters"`
+	// Silent: a UD latency requester ended early, no answer having come
+	// for stall_timeout.
+	Silent bool `json:"silent,omitempty"`
 	// Latency samples stay on the requester's side.
 	lat  moments
 	hist []bucketCount
@@ -64,6 +71,9 @@ func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) 
 			res.Latency.OneWay = &half
 		}
 		res.Elapsed = time.Duration(req.End - req.Begin)
+		if spec.QPType == UD {
+			res.Latency.Delivery = roundTripDelivery(req)
+		}
 	} else {
 		bw := &BandwidthStats{PerQP: make([][]Direction, spec.QPs)}
 		for _, s := range []struct {
@@ -90,6 +100,19 @@ func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) 
 				last = max(last, q.LastComp)
 			}
 			d := newDirection(from, to, msgs, spec.Size, first, last)
+			if spec.QPType == UD {
+				rx := resp
+				if s.side == resp {
+					rx = req
+				}
+				d.Delivery = messageDelivery(msgs, rx, spec.Size)
+				for i := range bw.PerQP {
+					if i < len(rx.QPs) && len(bw.PerQP[i]) > 0 {
+						q := &bw.PerQP[i][len(bw.PerQP[i])-1]
+						q.Delivery = messageDelivery(q.Messages, &SideResult{QPs: rx.QPs[i : i+1]}, spec.Size)
+					}
+				}
+			}
 			bw.Directions = append(bw.Directions, d)
 			res.Elapsed = max(res.Elapsed, time.Duration(last-first))
 		}
@@ -113,4 +136,42 @@ func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) 
 		res.Sides = append(res.Sides, sum)
 	}
 	return res
+}
+
+// roundTripDelivery is what a UD latency requester's round trips came to.
+func roundTripDelivery(req *SideResult) *Delivery {
+	d := &Delivery{Silent: req.Silent}
+	var timedOut uint64
+	for _, q := range req.QPs {
+		d.Sent += q.Posted
+		timedOut += q.TimedOut
+		d.Late += q.Late
+	}
+	d.Received = d.Sent - min(timedOut, d.Sent)
+	// A late answer is one timed-out round trip that was not lost after all.
+	d.Lost = timedOut - min(d.Late, timedOut)
+	d.ratio()
+	return d
+}
+
+// messageDelivery compares the messages a UD sender completed with those
+// rx received, and rx's receive rate.
+func messageDelivery(sent uint64, rx *SideResult, size int) *Delivery {
+	d := &Delivery{Sent: sent}
+	var first, last int64
+	for _, q := range rx.QPs {
+		d.Received += q.Received
+		if first == 0 || (q.FirstRecv != 0 && q.FirstRecv < first) {
+			first = q.FirstRecv
+		}
+		last = max(last, q.LastRecv)
+	}
+	d.Lost = sent - min(d.Received, sent)
+	if last > first && d.Received > 1 {
+		// Between the first and the last arrival, Received-1 messages
+		// arrived after the first one.
+		d.ReceivedBytesPerSecond = float64((d.Received-1)*uint64(size)) / (float64(last-first) / 1e9)
+	}
+	d.ratio()
+	return d
 }

@@ -264,9 +264,11 @@ func (s *SideRun) Result() (*SideResult, error) {
 			Posted: uint64(q.posted), Completed: uint64(q.completed), Received: uint64(q.received),
 			FirstPost: int64(q.t_first_post), LastComp: int64(q.t_last_comp),
 			FirstRecv: int64(q.t_first_recv), LastRecv: int64(q.t_last_recv),
+			TimedOut: uint64(q.timed_out), Late: uint64(q.late),
 		})
 	}
 	for _, w := range s.ws {
+		r.Silent = r.Silent || w.silent != 0
 		r.Events += uint64(w.events)
 		if r.Begin == 0 || (w.t_begin != 0 && int64(w.t_begin) < r.Begin) {
 			r.Begin = int64(w.t_begin)
@@ -366,6 +368,8 @@ func (e *Endpoint) fits(spec Test) error {
 		return fmt.Errorf("rdma: %s's buffers hold %d bytes, the test sends %d", e.cfg.Device, e.cfg.MaxMessage, spec.Size)
 	case spec.Mode == ModeEvent && len(e.chans) < spec.Threads:
 		return fmt.Errorf("rdma: %s has %d completion channels, event mode with %d threads needs one each", e.cfg.Device, len(e.chans), spec.Threads)
+	case spec.QPType == UD && spec.Size > e.attrs.MTU:
+		return fmt.Errorf("rdma: size %d bytes is above the path MTU %d bytes on %s (%s): a UD message is one packet; use a size of at most %d", spec.Size, e.attrs.MTU, e.cfg.Device, e.mtuFrom, e.attrs.MTU)
 	case e.cfg.SQDepth < spec.TxDepth || e.cfg.RQDepth < spec.RxDepth:
 		return fmt.Errorf("rdma: %s's queues (%d send, %d receive) are smaller than tx_depth %d, rx_depth %d", e.cfg.Device, e.cfg.SQDepth, e.cfg.RQDepth, spec.TxDepth, spec.RxDepth)
 	}

@@ -196,8 +196,13 @@ type TestSpec struct {
 	// StallTimeout: a wait for a completion fails when nothing completed
 	// and the port received nothing for this long. A port that keeps
 	// receiving extends the wait, up to StallLimit.
-	StallTimeout Duration   `json:"stall_timeout"`
-	QP           QPSettings `json:"qp_attrs"`
+	StallTimeout Duration `json:"stall_timeout"`
+	// LossTimeout (UD only): a message, or a round trip's answer, that
+	// has not arrived this long after it could have is counted lost and
+	// the run moves on. An answer that comes later still is counted late,
+	// not lost.
+	LossTimeout Duration   `json:"loss_timeout,omitempty"`
+	QP          QPSettings `json:"qp_attrs"`
 }
 
 // Test is a TestSpec with every default filled in and every check passed.
@@ -330,7 +335,12 @@ func (s TestSpec) withDefaults() TestSpec {
 	}
 	if s.Size == 0 {
 		s.Size = 2
-		if s.Measure == MeasureBandwidth {
+		switch {
+		case s.Measure == MeasureBandwidth && s.QPType == UD:
+			// A UD message is one packet, at most the path MTU; 1024 is
+			// the MTU of a RoCE port on a 1500-byte Ethernet MTU.
+			s.Size = udDefaultSize
+		case s.Measure == MeasureBandwidth:
 			s.Size = 65536
 		}
 	}
@@ -386,6 +396,12 @@ func (s TestSpec) withDefaults() TestSpec {
 	if s.StallTimeout == 0 {
 		s.StallTimeout = Duration(5 * time.Second)
 	}
+	switch {
+	case s.QPType != UD:
+		s.LossTimeout = 0
+	case s.LossTimeout == 0:
+		s.LossTimeout = Duration(defaultLossTimeout)
+	}
 	if s.Op == OpRead && s.QP.Timeout == nil {
 		rd := 1
 		if s.QP.MaxRdAtomic != nil {
@@ -395,6 +411,17 @@ func (s TestSpec) withDefaults() TestSpec {
 	}
 	return s
 }
+
+// udDefaultSize is a UD bandwidth run's default message size.
+const udDefaultSize = 1024
+
+// udMaxSize is the largest UD message on any port: the largest path MTU.
+const udMaxSize = 4096
+
+// defaultLossTimeout is a UD run's default loss_timeout: a thousand times
+// a round trip under emulation, and long enough that a loaded host's
+// scheduling delay makes an answer late, not lost.
+const defaultLossTimeout = time.Second
 
 // slowLinkBitsPerSec is the slowest link whose read responses the default
 // ACK timeout waits for: 0.1 Gb/s, about half of what soft-RoCE under
@@ -469,6 +496,9 @@ func (s Test) check() error {
 	if s.StallTimeout <= 0 {
 		add("stall_timeout %v must be positive", time.Duration(s.StallTimeout))
 	}
+	if s.QPType == UD && s.LossTimeout <= 0 {
+		add("loss_timeout %v must be positive", time.Duration(s.LossTimeout))
+	}
 	if err := s.QP.Validate(); err != nil {
 		errs = append(errs, err.Error())
 	}
@@ -480,8 +510,16 @@ func (s Test) check() error {
 
 func (s Test) checkCombination() error {
 	switch {
-	case s.QPType == UD:
-		return errors.New("qp_type ud is not supported yet; use rc or uc")
+	case s.QPType == UD && !s.Op.UsesReceive():
+		return fmt.Errorf("op %s needs a connection to the target's memory, and UD has none (it sends datagrams to a receive queue); use op send or send_imm, or qp_type rc", s.Op)
+	case s.QPType == UD && s.Op == OpWriteImm:
+		return fmt.Errorf("op %s writes the target's memory, which UD cannot; use op send_imm", s.Op)
+	case s.QPType == UD && s.Connect == ConnectCM:
+		return errors.New("qp_type ud with connect: rdma_cm (an RDMA_PS_UDP id) is not built yet; use connect: exchange, which builds the address handles from the exchanged GIDs")
+	case s.QPType == UD && s.Size > udMaxSize:
+		return fmt.Errorf("size %d bytes: a UD message is one packet, at most the path MTU, and no port's MTU is above %d bytes; use a size of at most %d (the path MTU: qp_attrs.mtu_bytes, or the smaller of both ports' active MTU)", s.Size, udMaxSize, udMaxSize)
+	case s.QPType == UD && s.QP.MTU != 0 && s.Size > s.QP.MTU:
+		return fmt.Errorf("size %d bytes is above the path MTU %d bytes (qp_attrs.mtu_bytes): a UD message is one packet; use a size of at most %d", s.Size, s.QP.MTU, s.QP.MTU)
 	case s.Connect != ConnectExchange && s.Connect != ConnectCM:
 		return fmt.Errorf("connect %d is not a way to connect; want one of %s", int(s.Connect), strings.Join(connectNames, ", "))
 	case s.Measure == MeasureConnect && s.Connect != ConnectCM:
