@@ -508,6 +508,14 @@ func (l *loader) checkApplies(t *Threshold, n *yaml.Node, c *Case) bool {
 			}
 		}
 	}
+	if c.Spec.QPType != rdma.UD {
+		for _, name := range t.names {
+			if slices.Contains(deliveryNames, name) {
+				l.errorf(n, "pass", "%s: this case runs qp_type %s, which loses no message without an error, so it counts no delivery; it applies to qp_type ud", name, c.Spec.QPType)
+				return false
+			}
+		}
+	}
 	if !c.Op.OneWay() {
 		for _, name := range t.names {
 			if strings.HasPrefix(name, "one_way_") {

@@ -200,16 +200,15 @@ var knobs = []knob{
 	durationKnob(Knob{Name: "stall_timeout", Default: "5s",
 		Help: "End the run when nothing happens for this long."},
 		func(t *rdma.TestSpec, d time.Duration) { t.StallTimeout = rdma.Duration(d) }),
-	{Knob{Name: "qp_type", Type: "rc or uc", Default: "rc",
-		Help: "Transport: reliable or unreliable connected."},
-		"write rc or uc", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+	durationKnob(Knob{Name: "loss_timeout", Default: "1s (with qp_type: ud)",
+		Help: "With qp_type: ud, a message or a round trip's answer not arrived this long after it could have is counted lost, and the run moves on."},
+		func(t *rdma.TestSpec, d time.Duration) { t.LossTimeout = rdma.Duration(d) }),
+	{Knob{Name: "qp_type", Type: "rc, uc or ud", Default: "rc",
+		Help: "Transport: reliable connected, unreliable connected, or unreliable datagram (send and send_imm, one packet per message)."},
+		"write rc, uc or ud", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
 			q, err := rdma.ParseQPType(s)
-			switch {
-			case err != nil:
-				l.errorf(n, key, "%q is not a QP type; %s%s", s, allowed, hint(s, []string{"rc", "uc"}))
-				return nil, false
-			case q == rdma.UD:
-				l.errorf(n, key, "%q is not supported yet; %s", s, allowed)
+			if err != nil {
+				l.errorf(n, key, "%q is not a QP type; %s%s", s, allowed, hint(s, []string{"rc", "uc", "ud"}))
 				return nil, false
 			}
 			return func(t *rdma.TestSpec) { t.QPType = q }, true

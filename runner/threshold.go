@@ -91,6 +91,16 @@ type Env struct {
 	// ConnectRate is a measure connect run's QPs connected per second.
 	ConnectRate float64 `expr:"connect_rate"`
 
+	// Delivery of a UD run, summed over directions and QPs: messages (or,
+	// in latency, round trips) sent, received, lost, and lost over sent;
+	// late answers (latency); the receivers' rate, 10^9 bit/s.
+	Sent      int     `expr:"sent"`
+	Received  int     `expr:"received"`
+	Lost      int     `expr:"lost"`
+	LossRatio float64 `expr:"loss_ratio"`
+	Late      int     `expr:"late"`
+	RxGbps    float64 `expr:"rx_gbps"`
+
 	// Counter returns a port counter's delta over the run, summed over the
 	// two sides: counter("rnr_nak_retry_err"). A name may be prefixed with
 	// "counters/" or "hw_counters/" to pick the directory, or with
@@ -105,6 +115,8 @@ type Env struct {
 	unreported map[string]error
 	// hasSetup says the run carries CM set-up times.
 	hasSetup bool
+	// hasDelivery says the run carries a UD delivery count.
+	hasDelivery bool
 }
 
 type metricKind int
@@ -168,8 +180,17 @@ var envNames = []envName{
 	{"setup_p99", "us", anyRun, "99th percentile set-up of a QP through the CM"},
 	{"setup_max", "us", anyRun, "slowest set-up of a QP through the CM"},
 	{"connect_rate", "conn/s", connectRun, "QPs connected per second through the CM, first address resolution to last connection (measure connect)"},
+	{"sent", "", anyRun, "UD: messages sent (bandwidth) or round trips begun (latency, warm-up included), over directions and QPs"},
+	{"received", "", anyRun, "UD: messages received, or round trips answered within loss_timeout"},
+	{"lost", "", anyRun, "UD: messages, or round trips, sent and never received"},
+	{"loss_ratio", "", anyRun, "UD: lost / sent, 0 to 1"},
+	{"late", "", latencyRun, "UD latency: answers that came after loss_timeout (not lost, not timed)"},
+	{"rx_gbps", "Gb/s", bandwidthRun, "UD bandwidth: the receivers' rate, first to last arrival, 10^9 bit/s"},
 	{"counter", "", anyRun, `counter("name"): a port counter's delta, both sides`},
 }
+
+// deliveryNames are the names that read a UD run's delivery.
+var deliveryNames = []string{"sent", "received", "lost", "loss_ratio", "late", "rx_gbps"}
 
 // retryCounters are the counters that move when the transport
 // retransmits or a receiver was not ready: rxe's names, then mlx5's.
@@ -402,6 +423,9 @@ func (t *Threshold) Eval(env Env) (bool, error) {
 		if err := env.setupError(name); err != nil {
 			return false, fmt.Errorf("threshold %q: %w", t.src, err)
 		}
+		if err := env.deliveryError(name); err != nil {
+			return false, fmt.Errorf("threshold %q: %w", t.src, err)
+		}
 	}
 	if env.Counter == nil {
 		env.Counter = noCounters
@@ -446,6 +470,15 @@ func (e Env) setupError(name string) error {
 	return fmt.Errorf("%s: this run has no CM set-up times (it connected by exchange; set connect: rdma_cm)", name)
 }
 
+// deliveryError says why a delivery name cannot be judged: the run is not
+// UD, where nothing is lost without an error, so a zero would pass.
+func (e Env) deliveryError(name string) error {
+	if e.hasDelivery || !slices.Contains(deliveryNames, name) {
+		return nil
+	}
+	return fmt.Errorf("%s: this run has no delivery count (only qp_type ud loses messages without an error)", name)
+}
+
 // Values returns the numbers the condition read, keyed by name, so a
 // report can show what a verdict was based on: {"p99": 4.2}. counter()
 // calls appear as counter("name"); string names (mode, op), and counters
@@ -453,7 +486,7 @@ func (e Env) setupError(name string) error {
 func (t *Threshold) Values(env Env) map[string]float64 {
 	out := map[string]float64{}
 	for _, name := range t.names {
-		if env.categoryError(name) != nil || env.setupError(name) != nil {
+		if env.categoryError(name) != nil || env.setupError(name) != nil || env.deliveryError(name) != nil {
 			continue
 		}
 		switch v, _ := env.Value(name); v := v.(type) {
@@ -535,7 +568,17 @@ func NewEnv(res *rdma.Result, linkGbps float64) Env {
 			e.BwGbps += d.Gbps()
 			e.BwGiB += d.GiBps()
 			e.MsgRate += d.MessagesPerSec
+			if d.Delivery != nil {
+				e.addDelivery(d.Delivery)
+				e.RxGbps += d.Delivery.ReceivedGbps()
+			}
 		}
+	}
+	if res.Latency != nil && res.Latency.Delivery != nil {
+		e.addDelivery(res.Latency.Delivery)
+	}
+	if e.Sent > 0 {
+		e.LossRatio = float64(e.Lost) / float64(e.Sent)
 	}
 	sides := countedSides(res)
 	for _, name := range retryCounters {
@@ -553,6 +596,15 @@ func NewEnv(res *rdma.Result, linkGbps float64) Env {
 		}
 	}
 	return e
+}
+
+// addDelivery adds a UD direction's (or latency run's) counts to e.
+func (e *Env) addDelivery(d *rdma.Delivery) {
+	e.hasDelivery = true
+	e.Sent = addClamped(e.Sent, d.Sent)
+	e.Received = addClamped(e.Received, d.Received)
+	e.Lost = addClamped(e.Lost, d.Lost)
+	e.Late = addClamped(e.Late, d.Late)
 }
 
 // addCategories sums the sides' categories into e, and records in

@@ -45,10 +45,10 @@ func TestRewriteDurations(t *testing.T) {
 func TestCompileThresholdErrors(t *testing.T) {
 	for src, want := range map[string]string{
 		"":                 "empty condition; write one such as p99 < 5us && errors == 0",
-		"p98 < 5us":        `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, counter("name")`,
-		"bw_gpbs > 1":      `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, counter("name")`,
-		"latency < 5":      `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, counter("name")`,
-		"pause_rxus < 1ms": `unknown name pause_rxus (did you mean pause_rx_us?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, counter("name")`,
+		"p98 < 5us":        `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
+		"bw_gpbs > 1":      `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
+		"latency < 5":      `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
+		"pause_rxus < 1ms": `unknown name pause_rxus (did you mean pause_rx_us?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
 		"p99 * 2":          `"p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`,
 		"errors":           `"errors" is a number, not true or false; write a comparison such as p99 < 5us`,
 		"mode":             `"mode" is a string, not true or false; write a comparison such as p99 < 5us`,
@@ -328,5 +328,38 @@ func TestSetupNames(t *testing.T) {
 	}
 	if v := th.Values(NewEnv(&rdma.Result{}, 0)); len(v) != 0 {
 		t.Errorf("Values of a run without CM times = %v, want none", v)
+	}
+}
+
+// TestDeliveryNames: a UD run's delivery is judged by name; on a run
+// without one (not UD) the names are an error, not a zero that passes.
+func TestDeliveryNames(t *testing.T) {
+	ud := &rdma.Result{
+		Spec: rdma.Test{TestSpec: rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, QPType: rdma.UD, Size: 1024, QPs: 1}},
+		Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{
+			{Delivery: &rdma.Delivery{Sent: 1000, Received: 990, Lost: 10, ReceivedBytesPerSecond: 1.25e8}},
+			{Delivery: &rdma.Delivery{Sent: 1000, Received: 1000}},
+		}},
+	}
+	e := NewEnv(ud, 0)
+	if e.Sent != 2000 || e.Received != 1990 || e.Lost != 10 || e.LossRatio != 0.005 || e.RxGbps != 1 {
+		t.Errorf("NewEnv(UD) = sent %d, received %d, lost %d, ratio %v, rx %v", e.Sent, e.Received, e.Lost, e.LossRatio, e.RxGbps)
+	}
+	for src, want := range map[string]bool{"lost == 10": true, "loss_ratio < 0.001": false, "received > 1900 && rx_gbps >= 1": true} {
+		th, err := CompileThreshold(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := th.Eval(e); err != nil || got != want {
+			t.Errorf("%s = %v, %v; want %v", src, got, err, want)
+		}
+	}
+	rc := NewEnv(&rdma.Result{Spec: rdma.Test{TestSpec: rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth}}, Bandwidth: &rdma.BandwidthStats{}}, 0)
+	th, err := CompileThreshold("lost == 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.Eval(rc); err == nil || !strings.Contains(err.Error(), "only qp_type ud loses messages") {
+		t.Errorf("lost on an RC run: %v, want an error", err)
 	}
 }

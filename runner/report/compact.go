@@ -78,6 +78,10 @@ func Compact(w io.Writer, r *Report) error {
 			return err
 		}
 	}
+	if hasUD(r.Runs) {
+		fmt.Fprintln(w)
+		deliveryText(w, r.Runs, "")
+	}
 	if rows := cmSetupRows(r.Runs); len(rows) > 0 {
 		fmt.Fprintln(w)
 		if err := cmSetupText(w, r.Runs, ""); err != nil {

@@ -58,6 +58,7 @@ func caseTable(w io.Writer, c CaseRuns, leadHeader []string, lead func(Run) []st
 	if err := cmSetupText(w, c.Runs, "  "); err != nil {
 		return err
 	}
+	deliveryText(w, c.Runs, "  ")
 	problems(w, c.Runs, "  ")
 	categoriesText(w, c.Runs, "  ")
 	return nil
@@ -97,6 +98,9 @@ func metricCells(res *rdma.Result) []string {
 		return blank
 	}
 	if l := res.Latency; l != nil {
+		if l.RTT.Count == 0 {
+			return blank // a UD run whose round trips were all lost
+		}
 		ow := "-"
 		if l.OneWay != nil {
 			ow = units.Micros(l.OneWay.P50)
