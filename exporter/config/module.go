@@ -96,6 +96,7 @@ func (m Module) tests() ([]rdma.Test, error) {
 		QPType:       m.QP.Type,
 		Connect:      m.Connect,
 		StallTimeout: m.stallTimeout(),
+		LossTimeout:  m.lossTimeout(),
 		QP:           m.QP.settings(),
 	}
 	specs := make([]rdma.TestSpec, 0, len(m.Sizes)+1)
@@ -132,6 +133,14 @@ func (m Module) tests() ([]rdma.Test, error) {
 // control channel left to close. A dead target costs at most the timeout,
 // not rdma's default stall time.
 func (m Module) stallTimeout() rdma.Duration { return rdma.Duration(m.Timeout / 2) }
+
+// lossTimeout is how long a UD probe waits for an answer before it counts
+// the round trip lost and moves on: a tenth of the timeout, so that a few
+// losses fit in a probe, and a path that answers nothing (the stall
+// timeout, half the timeout, of silence) ends the probe with its loss
+// counted before the probe's own deadline. The engine ignores it on RC
+// and UC.
+func (m Module) lossTimeout() rdma.Duration { return rdma.Duration(m.Timeout / 10) }
 
 // The defaults a module's key that is absent takes.
 var (

@@ -27,6 +27,8 @@ const (
 	famConnections
 	famConnSetup
 	famCMSetup
+	famUDSent
+	famUDLost
 	numFamilies
 )
 
@@ -69,6 +71,10 @@ var familyDefs = [numFamilies]familyDef{
 		help: "How long the last connection set-up to the target took (control connection, handshake, QPs to RTS), in seconds; not part of the latency histogram."},
 	famCMSetup: {name: "rdma_probe_cm_setup_seconds", kind: kindGauge,
 		help: "How long the slowest QP of the last connection through rdma_cm took to set up (address resolution, route resolution, connect to ESTABLISHED), in seconds; only for modules with connect: rdma_cm."},
+	famUDSent: {name: "rdma_probe_ud_sent_total", kind: kindCounter,
+		help: "Messages (bandwidth probes) or round trips (latency probes) that UD probes sent; only for modules with qp: {type: ud}."},
+	famUDLost: {name: "rdma_probe_ud_lost_total", kind: kindCounter,
+		help: "Of rdma_probe_ud_sent_total, those never received (a round trip with no answer at all); UD loses messages by design, so a loss is counted here, not as a failed probe."},
 }
 
 type family struct {
@@ -119,6 +125,7 @@ type probeSeries struct {
 	latency                                        *latencyHistogram // nil until the key has one
 	bandwidth, timeouts, success, lastOK, duration value
 	connections, connSetup, cmSetup                value
+	udSent, udLost                                 value
 	compErrs, probes                               []labelledValue
 }
 
@@ -128,7 +135,7 @@ func (s *probeSeries) count() int {
 	if s.latency != nil {
 		n++
 	}
-	for _, v := range []*value{&s.bandwidth, &s.timeouts, &s.success, &s.lastOK, &s.duration, &s.connections, &s.connSetup, &s.cmSetup} {
+	for _, v := range []*value{&s.bandwidth, &s.timeouts, &s.success, &s.lastOK, &s.duration, &s.connections, &s.connSetup, &s.cmSetup, &s.udSent, &s.udLost} {
 		if v.on {
 			n++
 		}
@@ -297,6 +304,10 @@ func (s *probeSeries) scalar(f int) *value {
 		return &s.connSetup
 	case famCMSetup:
 		return &s.cmSetup
+	case famUDSent:
+		return &s.udSent
+	case famUDLost:
+		return &s.udLost
 	}
 	panic("prober: family " + strconv.Itoa(f) + " has no plain series")
 }

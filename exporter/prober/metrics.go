@@ -201,13 +201,25 @@ func (m *Metrics) record(k Key, res *rdma.Result, err error, took time.Duration,
 		var bps float64
 		for _, d := range b.Directions {
 			bps += d.BytesPerSecond
+			m.countDelivery(s, d.Delivery)
 		}
 		m.set(&s.bandwidth).v = bps
 	}
 	if res.Latency != nil {
+		m.countDelivery(s, res.Latency.Delivery)
 		return m.latencyOf(s)
 	}
 	return nil
+}
+
+// countDelivery adds a UD probe's sent and lost counts to s; a probe that
+// is not UD has none, and its series never have the families.
+func (m *Metrics) countDelivery(s *probeSeries, d *rdma.Delivery) {
+	if d == nil {
+		return
+	}
+	m.set(&s.udSent).v += float64(d.Sent)
+	m.set(&s.udLost).v += float64(d.Lost)
 }
 
 // results are the values of rdma_probes_total's result label. port_down
