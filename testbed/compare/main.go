@@ -163,6 +163,19 @@ func tests(o options) []test {
 			out = append(out, t)
 		}
 	}
+	// UD: one packet per message, so the bandwidth row's size is rxe's
+	// MTU (1024 on a 1500-byte veth), the largest a UD send carries.
+	ud := []test{
+		{name: "send lat 2B UD", tool: "ib_send_lat", args: []string{"-c", "UD", "-s", "2", "-n", lat}, bench: []string{"--op", "send", "--qp-type", "ud", "--sizes", "2", "--iters", lat}},
+		{name: "send bw 1KiB UD", tool: "ib_send_bw", args: []string{"-c", "UD", "-s", "1024", "-n", bw}, bench: []string{"--op", "send", "--qp-type", "ud", "--measure", "bandwidth", "--sizes", "1KiB", "--iters", bw}, bandwidth: true},
+	}
+	for _, t := range ud {
+		if o.pin && !t.bandwidth {
+			t.pinned = true
+			t.name += " pinned"
+		}
+		out = append(out, t)
+	}
 	// Message rate: the same window (128 WRs), completion moderation
 	// (every 100th send signalled) and post list (one WR per post, both
 	// tools' default) on both sides, written out so a change of either
@@ -246,7 +259,7 @@ func compare(w io.Writer, o options) error {
 		}
 	}
 
-	fmt.Fprintf(w, "perftest vs rdmarun, %s -> %s (GID index %d), RC, busy-poll, no inline data (perftest does not use inline on rxe), two processes each.\n", o.clientDev, o.serverDev, o.gidIndex)
+	fmt.Fprintf(w, "perftest vs rdmarun, %s -> %s (GID index %d), RC (UD where a row says so), busy-poll, no inline data (perftest does not use inline on rxe), two processes each.\n", o.clientDev, o.serverDev, o.gidIndex)
 	fmt.Fprintf(w, "%d interleaved runs per tool and test; each cell is the median over runs, the spread the lowest and highest per-run median or average.\n", o.pairs)
 	fmt.Fprintf(w, "Latency in microseconds: one-way (RTT/2) for write and send, round trip for read and atomics, as perftest reports them.\n")
 	fmt.Fprintf(w, "\"pinned\": both tools' servers on CPU %s and clients on CPU %s (taskset, whole processes); the other rows are unpinned.\n", serverCPU, clientCPU)
