@@ -156,6 +156,16 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		return nil, rcErr("ibv_query_device", cfg.Device, rc)
 	}
 	e.atomics = attr.atomic_cap != C.IBV_ATOMIC_NONE
+	limits := DeviceLimits{MaxQP: int(attr.max_qp), MaxCQ: int(attr.max_cq), MaxCQE: int(attr.max_cqe), MaxQPWR: int(attr.max_qp_wr)}
+	extraCQs := 0
+	if attr.vendor_id == C.RR_SIW_VENDOR_ID && e.ctx.device.transport_type == C.IBV_TRANSPORT_IWARP {
+		extraCQs = 1 // siw.c's plug
+	}
+	// Before any QP exists: a test above the device's limits is refused
+	// naming the limit, not failed by the driver part way through.
+	if err := limits.fits(cfg.Device, cfg, extraCQs); err != nil {
+		return nil, err
+	}
 	switch {
 	case e.ctx.device.transport_type == C.IBV_TRANSPORT_IWARP:
 		e.transport = TransportIWARP
@@ -209,7 +219,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		if len(e.chans) > 0 {
 			ch = e.chans[i%len(e.chans)]
 		}
-		cq, err := C.ibv_create_cq(e.ctx, C.int(cfg.SQDepth+cfg.RQDepth+16), nil, ch, 0)
+		cq, err := C.ibv_create_cq(e.ctx, C.int(cfg.SQDepth+cfg.RQDepth+cqSlack), nil, ch, 0)
 		if cq == nil {
 			return nil, verbsErr("ibv_create_cq", cfg.Device, err)
 		}
