@@ -21,6 +21,13 @@ type EndpointConfig struct {
 	Hugepages  bool // back the buffer with 2 MiB huge pages
 	QPs        int  // queue pairs, each with its own CQ and buffer slot
 	QPType     QPType
+	// SRQDepth > 0 gives the QPs one shared receive queue of this many
+	// receives (RQDepth then sizes nothing). SharedRecv: the QPs' messages
+	// land in one receive area rather than one per QP, which sends allow
+	// (their receive names the buffer) and write_imm does not (its data
+	// goes where the writer says).
+	SRQDepth   int
+	SharedRecv bool
 	// Channels is the number of completion channels (one per thread in
 	// event mode); QP i's CQ reports to channel i % Channels. 0: none,
 	// the loops busy-poll.
@@ -64,6 +71,10 @@ func (c *EndpointConfig) Validate() error {
 		return fmt.Errorf("endpoint: %d QPs out of range 1..4096", c.QPs)
 	case c.Channels < 0 || c.Channels > 4096:
 		return fmt.Errorf("endpoint: %d completion channels out of range 0..4096", c.Channels)
+	case c.SRQDepth < 0 || c.SRQDepth > 1<<15:
+		return fmt.Errorf("endpoint: shared receive queue depth %d out of range 0..32768", c.SRQDepth)
+	case c.SharedRecv && c.SRQDepth == 0:
+		return errors.New("endpoint: a shared receive area needs a shared receive queue")
 	}
 	return nil
 }
@@ -228,6 +239,8 @@ func SpecConfig(t Test, c EndpointConfig) EndpointConfig {
 	c.QPType = t.QPType
 	c.SQDepth = t.TxDepth
 	c.RQDepth = t.RxDepth
+	c.SRQDepth = t.SRQDepth
+	c.SharedRecv = t.SRQ && t.Op != OpWriteImm
 	c.MaxInline = t.Inline
 	c.Hugepages = t.Hugepages
 	c.Channels = 0

@@ -63,6 +63,11 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 	r.tx_depth = C.uint32_t(spec.TxDepth)
 	r.rx_depth = C.uint32_t(spec.RxDepth)
 	r.recv_len = C.uint32_t(e.cfg.MaxMessage + e.cfg.grhBytes())
+	if e.srq != nil {
+		r.srq = e.srq
+		r.srq_depth = C.uint32_t(e.cfg.SRQDepth)
+		r.srq_left = C.uint64_t(e.srqLeft)
+	}
 	if spec.QPType == UD {
 		r.ud = 1
 		r.grh = C.uint32_t(e.cfg.grhBytes())

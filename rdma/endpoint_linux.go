@@ -50,7 +50,11 @@ type Endpoint struct {
 	// ah is a UD endpoint's address handle of the peer's port (Connect),
 	// which every QP's sends name with the peer QP's number; qkey is the
 	// QPs' Q_Key, and remoteQKey the peer's.
-	ah         *C.struct_ibv_ah
+	ah *C.struct_ibv_ah
+	// srq is the QPs' shared receive queue (cfg.SRQDepth > 0), and
+	// srqLeft the receives a finished run left in it.
+	srq        *C.struct_ibv_srq
+	srqLeft    uint64
 	qkey       uint32
 	remoteQKey uint32
 	// mtuFrom says where a UD endpoint's path MTU came from, for the
@@ -156,7 +160,8 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		return nil, rcErr("ibv_query_device", cfg.Device, rc)
 	}
 	e.atomics = attr.atomic_cap != C.IBV_ATOMIC_NONE
-	limits := DeviceLimits{MaxQP: int(attr.max_qp), MaxCQ: int(attr.max_cq), MaxCQE: int(attr.max_cqe), MaxQPWR: int(attr.max_qp_wr)}
+	limits := DeviceLimits{MaxQP: int(attr.max_qp), MaxCQ: int(attr.max_cq), MaxCQE: int(attr.max_cqe), MaxQPWR: int(attr.max_qp_wr),
+		MaxSRQ: int(attr.max_srq), MaxSRQWR: int(attr.max_srq_wr)}
 	extraCQs := 0
 	if attr.vendor_id == C.RR_SIW_VENDOR_ID && e.ctx.device.transport_type == C.IBV_TRANSPORT_IWARP {
 		extraCQs = 1 // siw.c's plug
@@ -203,6 +208,11 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if e.mr, err = C.rr_reg_mr(e.pd, unsafe.Pointer(&e.mem[0]), C.size_t(len(e.mem)), accessAll); e.mr == nil {
 		return nil, verbsErr("ibv_reg_mr", cfg.Device, err)
 	}
+	if cfg.SRQDepth > 0 {
+		if e.srq, err = C.rr_create_srq(e.pd, C.uint32_t(cfg.SRQDepth)); e.srq == nil {
+			return nil, verbsErr("ibv_create_srq", cfg.Device, err)
+		}
+	}
 	for range cfg.Channels {
 		ch, err := C.ibv_create_comp_channel(e.ctx)
 		if ch == nil {
@@ -219,13 +229,13 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		if len(e.chans) > 0 {
 			ch = e.chans[i%len(e.chans)]
 		}
-		cq, err := C.ibv_create_cq(e.ctx, C.int(cfg.SQDepth+cfg.RQDepth+cqSlack), nil, ch, 0)
+		cq, err := C.ibv_create_cq(e.ctx, C.int(cfg.cqDepth()), nil, ch, 0)
 		if cq == nil {
 			return nil, verbsErr("ibv_create_cq", cfg.Device, err)
 		}
 		e.cqs = append(e.cqs, cq)
 		var gotInline C.uint32_t
-		qp, err := C.rr_create_qp(e.pd, cq, C.int(cfg.QPType), C.uint32_t(cfg.SQDepth), C.uint32_t(cfg.RQDepth), C.uint32_t(cfg.MaxInline), &gotInline)
+		qp, err := C.rr_create_qp(e.pd, cq, e.srq, C.int(cfg.QPType), C.uint32_t(cfg.SQDepth), C.uint32_t(cfg.RQDepth), C.uint32_t(cfg.MaxInline), &gotInline)
 		if qp == nil {
 			return nil, verbsErr("ibv_create_qp", cfg.Device, err)
 		}
@@ -290,8 +300,8 @@ func (e *Endpoint) Info() EndpointInfo {
 		GIDType:   e.gid.Type,
 		LinkLayer: e.port.LinkLayer,
 		RKey:      uint32(e.mr.rkey),
-		Addr:      uint64(uintptr(unsafe.Pointer(&e.mem[0]))) + uint64(e.slot),
-		Stride:    uint64(2 * e.slot),
+		Addr:      uint64(uintptr(unsafe.Pointer(&e.mem[0]))) + uint64(e.recvOffset(0)),
+		Stride:    uint64(e.recvOffset(1) - e.recvOffset(0)),
 		ActiveMTU: e.port.ActiveMTU,
 		MaxInline: e.inline,
 		QKey:      e.qkey,
@@ -313,20 +323,32 @@ func (e *Endpoint) RegisteredBytes() int64 {
 // fetched word. Valid until Close.
 func (e *Endpoint) sendArea(i int) []byte {
 	off := 2 * e.slot * i
+	if e.cfg.SharedRecv {
+		off = e.slot * i
+	}
 	return e.mem[off : off+e.cfg.MaxMessage]
+}
+
+// recvOffset is where QP i's receive area starts: its own, or the one
+// all QPs share (after every send area).
+func (e *Endpoint) recvOffset(i int) int {
+	if e.cfg.SharedRecv {
+		return e.slot * e.cfg.QPs
+	}
+	return 2*e.slot*i + e.slot
 }
 
 // recvArea is QP i's receive area: where the peer's writes and sends
 // land, and what the peer's reads and atomics target.
 func (e *Endpoint) recvArea(i int) []byte {
-	off := 2*e.slot*i + e.slot + e.cfg.grhBytes()
+	off := e.recvOffset(i) + e.cfg.grhBytes()
 	return e.mem[off : off+e.cfg.MaxMessage]
 }
 
 // recvBuffer is where QP i's receives are posted: its receive area,
 // after the room for a UD receive's GRH.
 func (e *Endpoint) recvBuffer(i int) []byte {
-	off := 2*e.slot*i + e.slot
+	off := e.recvOffset(i)
 	return e.mem[off : off+e.cfg.grhBytes()+e.cfg.MaxMessage]
 }
 
@@ -474,6 +496,10 @@ func (e *Endpoint) Close() error {
 		errs = append(errs, rcErr("ibv_destroy_qp", e.cfg.Device, C.ibv_destroy_qp(qp)))
 	}
 	e.qps = nil
+	if e.srq != nil {
+		errs = append(errs, rcErr("ibv_destroy_srq", e.cfg.Device, C.ibv_destroy_srq(e.srq)))
+		e.srq = nil
+	}
 	if e.ah != nil {
 		errs = append(errs, rcErr("ibv_destroy_ah", e.cfg.Device, C.ibv_destroy_ah(e.ah)))
 		e.ah = nil

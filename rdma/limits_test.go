@@ -20,7 +20,7 @@ func TestDeviceLimits(t *testing.T) {
 		{name: "cqs with a plug", edit: func(c *EndpointConfig) { c.QPs = 1024 }, extra: 1, want: "need 1025 completion queues, and rxe0 allows at most 1024 (max_cq"},
 		{name: "tx_depth", edit: func(c *EndpointConfig) { c.SQDepth = 16385 }, want: "tx_depth 16385 is above rxe0's 16384 work requests per queue (max_qp_wr"},
 		{name: "rx_depth", edit: func(c *EndpointConfig) { c.RQDepth = 20000 }, want: "rx_depth 20000 is above rxe0's 16384"},
-		{name: "cqe", edit: func(c *EndpointConfig) { c.SQDepth, c.RQDepth = 16384, 16384 }, want: "needs 32784 entries (tx_depth 16384 + rx_depth 16384 + 16), and rxe0 allows at most 32767 (max_cqe"},
+		{name: "cqe", edit: func(c *EndpointConfig) { c.SQDepth, c.RQDepth = 16384, 16384 }, want: "needs 32784 entries (tx_depth 16384 + rx_depth or srq_depth 16384 + 16), and rxe0 allows at most 32767 (max_cqe"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base

@@ -486,14 +486,21 @@ static int wait_byte(struct rr_worker *w, struct rr_qp_io *q, uint8_t seq, int d
 	return 0;
 }
 
+// Gives n receives back to q: to its own receive queue, or to the side's
+// shared one, which every QP of the side takes from.
 static int post_recv(struct rr_worker *w, struct rr_qp_io *q, uint32_t n)
 {
-	int rc = rr_post_recvs(q->qp, q->rbuf, w->run->recv_len, q->lkey, n);
+	struct rr_run *r = w->run;
+	int rc = r->srq ? rr_post_srq_recvs(r->srq, q->rbuf, r->recv_len, q->lkey, n)
+			: rr_post_recvs(q->qp, q->rbuf, r->recv_len, q->lkey, n);
 	if (rc) {
 		w->err_errno = rc;
 		return wfail(w, RR_FAIL_POST);
 	}
-	q->recv_posted += n;
+	if (r->srq)
+		w->srq_posted += n;
+	else
+		q->recv_posted += n;
 	return 0;
 }
 
@@ -950,6 +957,20 @@ static void sender_finished(struct rr_worker *w)
 	}
 }
 
+// Gives the side's shared receive queue back what this worker's QPs took
+// from it, wherever they were polled: each worker replaces its own takes
+// one for one, so the queue stays full without a count shared between
+// threads.
+static int srq_refill(struct rr_worker *w)
+{
+	uint64_t taken = 0;
+	for (int k = 0; k < w->nq; k++)
+		taken += w->q[k].received;
+	if (taken <= w->srq_posted)
+		return 0;
+	return post_recv(w, &w->q[0], (uint32_t)(taken - w->srq_posted));
+}
+
 // Whether a UD receiver short of its count has waited long enough: the
 // peer's senders are done and nothing has arrived for lost_ns since, so
 // the rest is lost.
@@ -994,7 +1015,10 @@ static int bw_worker(struct rr_worker *w)
 			if (n < 0)
 				return -1;
 			progress += n;
-			if (n > 0 && receiver && q->received > 0) {
+			if (n > 0 && receiver && r->srq) {
+				if (srq_refill(w))
+					return -1;
+			} else if (n > 0 && receiver && q->received > 0) {
 				// Keep the receive queue full: every receive taken is
 				// given back.
 				uint64_t missing = r->rx_depth - (q->recv_posted - q->received);
@@ -1051,7 +1075,7 @@ static int bw_worker(struct rr_worker *w)
 				if (arm(w, &w->q[k]))
 					return -1;
 				n = poll_q(w, &w->q[k], receiver);
-				if (n < 0)
+				if (n < 0 || (receiver && r->srq && srq_refill(w)))
 					return -1;
 			}
 			if (n == 0 && block(w, &since, sender ? RR_WAIT_SEND_COMP : RR_WAIT_RECV_COMP))
@@ -1105,9 +1129,28 @@ int rr_prepare(struct rr_run *r)
 			// latency requester needs them for the replies.
 			// A pair kept across runs still holds the receives the last
 			// run left posted; top the queue up, do not overfill it.
-			if (needs_recv(r->op) && ((w->role & RR_ROLE_RECV) || r->measure == RR_LATENCY) &&
+			if (!r->srq && needs_recv(r->op) && ((w->role & RR_ROLE_RECV) || r->measure == RR_LATENCY) &&
 			    q->recv_posted < r->rx_depth && post_recv(w, q, (uint32_t)(r->rx_depth - q->recv_posted)))
 				return -1;
+		}
+	}
+	if (r->srq && r->nw > 0 && r->w[0].nq > 0 && needs_recv(r->op) && ((r->w[0].role & RR_ROLE_RECV) || r->measure == RR_LATENCY)) {
+		// The side's shared queue, topped up once for all its QPs; its
+		// limit, an eighth of it, raises an event when it runs low.
+		struct rr_qp_io *q = &r->w[0].q[0];
+		if (r->srq_left < r->srq_depth) {
+			uint32_t n = (uint32_t)(r->srq_depth - r->srq_left);
+			int rc = rr_post_srq_recvs(r->srq, q->rbuf, r->recv_len, q->lkey, n);
+			if (rc) {
+				r->w[0].err_errno = rc;
+				return wfail(&r->w[0], RR_FAIL_POST);
+			}
+			r->srq_prefilled = n;
+		}
+		int rc = rr_arm_srq_limit(r->srq, r->srq_depth / 8 > 0 ? r->srq_depth / 8 : 1);
+		if (rc) {
+			r->w[0].err_errno = rc;
+			return wfail(&r->w[0], RR_FAIL_POST);
 		}
 	}
 	return 0;

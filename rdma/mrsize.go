@@ -17,6 +17,10 @@ func slotBytes(maxMessage int) int { return (maxMessage + 63) &^ 63 }
 // from it. The configuration is the one SpecConfig makes.
 func (c EndpointConfig) RegisteredBytes() int64 {
 	n := int64(2) * int64(slotBytes(c.MaxMessage+c.grhBytes())) * int64(c.QPs)
+	if c.SharedRecv {
+		// A send area per QP and one receive area for all.
+		n = int64(slotBytes(c.MaxMessage+c.grhBytes())) * int64(c.QPs+1)
+	}
 	unit := int64(os.Getpagesize())
 	if c.Hugepages {
 		unit = hugePage

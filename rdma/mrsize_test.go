@@ -22,6 +22,10 @@ func TestRegisteredBytes(t *testing.T) {
 		{"bandwidth default 64 KiB", TestSpec{Op: OpWrite, Measure: MeasureBandwidth}, 128 << 10},
 		{"huge pages round to 2 MiB", TestSpec{Op: OpWrite, Size: 4096, Hugepages: true}, 2 << 20},
 		{"huge pages, 3 MiB", TestSpec{Op: OpWrite, Size: 3 << 19, Hugepages: true}, 4 << 20},
+		{"srq sends: one receive area for 64 QPs", TestSpec{Op: OpSend, Measure: MeasureBandwidth, Size: 4096, QPs: 64, SRQ: true}, 65 * 4096},
+		{"no srq: 64 receive areas", TestSpec{Op: OpSend, Measure: MeasureBandwidth, Size: 4096, QPs: 64}, 128 * 4096},
+		{"srq write_imm: its writes need each QP's area", TestSpec{Op: OpWriteImm, Measure: MeasureBandwidth, Size: 4096, QPs: 64, SRQ: true}, 128 * 4096},
+		{"UD: room for the GRH", TestSpec{Op: OpSend, QPType: UD, Size: 1024, QPs: 4}, roundUp(2*1088*4, page)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			test, err := tc.spec.Complete()

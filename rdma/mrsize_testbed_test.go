@@ -26,6 +26,8 @@ func TestRegisteredBytesMatchesMR(t *testing.T) {
 		{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 1 << 20, QPs: 8},
 		{Op: rdma.OpWriteImm, Mode: rdma.ModeEvent, Size: 100_000, QPs: 3, Threads: 3},
 		{Op: rdma.OpWrite, Size: 4096, Hugepages: true},
+		{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Size: 4096, QPs: 64, SRQ: true},
+		{Op: rdma.OpSendImm, QPType: rdma.UD, Size: 1024, QPs: 4},
 	} {
 		cfg := rdma.SpecConfig(rdmatest.Complete(t, spec), rdma.EndpointConfig{Device: "rxe1", GIDIndex: rdma.AutoGIDIndex})
 		ep, err := rdma.NewEndpoint(cfg)

@@ -1,6 +1,7 @@
 //go:build linux && cgo && !nordma
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include "shim.h"
@@ -32,8 +33,8 @@ struct ibv_mr *rr_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 	return ibv_reg_mr(pd, addr, len, access);
 }
 
-struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int qpt, uint32_t sq, uint32_t rq,
-			    uint32_t max_inline, uint32_t *got_inline)
+struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq, int qpt, uint32_t sq,
+			    uint32_t rq, uint32_t max_inline, uint32_t *got_inline)
 {
 	struct ibv_qp_init_attr ia;
 	memset(&ia, 0, sizeof(ia));
@@ -42,7 +43,8 @@ struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int qpt, uint3
 	ia.qp_type = qpt == RR_QPT_UD ? IBV_QPT_UD : qpt == RR_QPT_UC ? IBV_QPT_UC : IBV_QPT_RC;
 	ia.sq_sig_all = 0;
 	ia.cap.max_send_wr = sq;
-	ia.cap.max_recv_wr = rq;
+	ia.cap.max_recv_wr = srq ? 0 : rq;
+	ia.srq = srq;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = max_inline;
@@ -179,6 +181,51 @@ int rr_qp_query(struct ibv_qp *qp, struct rr_conn *c)
 	c->traffic_class = a.ah_attr.grh.traffic_class;
 	c->hop_limit = a.ah_attr.grh.hop_limit;
 	return 0;
+}
+
+struct ibv_srq *rr_create_srq(struct ibv_pd *pd, uint32_t depth)
+{
+	struct ibv_srq_init_attr ia;
+	memset(&ia, 0, sizeof(ia));
+	ia.attr.max_wr = depth;
+	ia.attr.max_sge = 1;
+	return ibv_create_srq(pd, &ia);
+}
+
+int rr_arm_srq_limit(struct ibv_srq *srq, uint32_t limit)
+{
+	struct ibv_srq_attr a;
+	memset(&a, 0, sizeof(a));
+	a.srq_limit = limit;
+	return ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT);
+}
+
+int rr_post_srq_recvs(struct ibv_srq *srq, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = lkey};
+	struct ibv_recv_wr wr = {.wr_id = 0, .sg_list = &sge, .num_sge = 1}, *bad;
+	for (uint32_t i = 0; i < n; i++) {
+		int rc = ibv_post_srq_recv(srq, &wr, &bad);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int rr_drain_async(struct ibv_context *ctx, uint32_t *srq_limit)
+{
+	int fl = fcntl(ctx->async_fd, F_GETFL);
+	if (fl < 0 || fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	int n = 0;
+	struct ibv_async_event ev;
+	while (ibv_get_async_event(ctx, &ev) == 0) {
+		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED)
+			(*srq_limit)++;
+		ibv_ack_async_event(&ev);
+		n++;
+	}
+	return errno == EAGAIN || errno == EWOULDBLOCK ? n : -errno;
 }
 
 int rr_post_recvs(struct ibv_qp *qp, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n)

@@ -174,6 +174,7 @@ struct rr_worker {
 	// (ticks; 0: not yet), once the peer's senders were done.
 	int silent;
 	uint64_t drain_since;
+	uint64_t srq_posted;
 };
 
 struct rr_run {
@@ -203,6 +204,14 @@ struct rr_run {
 	int ud;
 	uint32_t grh;
 	int64_t lost_ns;
+	// The side's shared receive queue (NULL: each QP has its own), the
+	// receives it holds at most, and those an earlier run left in it.
+	// srq_prefilled counts what rr_prepare posted; each worker's
+	// srq_posted what it gave back since.
+	struct ibv_srq *srq;
+	uint32_t srq_depth;
+	uint64_t srq_left;
+	uint64_t srq_prefilled;
 
 	volatile int stop;      // set by a failing worker, or by Go to end a run early
 	volatile int peer_done; // set by Go: every sender on the other side has finished
@@ -220,8 +229,17 @@ struct rr_run {
 ssize_t rr_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
 int rr_query_port(struct ibv_context *ctx, uint8_t port, struct rr_port_info *out);
 struct ibv_mr *rr_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access);
-struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, int qpt, uint32_t sq, uint32_t rq,
-			    uint32_t max_inline, uint32_t *got_inline);
+struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq, int qpt, uint32_t sq,
+			    uint32_t rq, uint32_t max_inline, uint32_t *got_inline);
+// A shared receive queue of depth receives (NULL with errno set), and its
+// limit armed: the device raises IBV_EVENT_SRQ_LIMIT_REACHED once fewer
+// than limit receives remain.
+struct ibv_srq *rr_create_srq(struct ibv_pd *pd, uint32_t depth);
+int rr_arm_srq_limit(struct ibv_srq *srq, uint32_t limit);
+int rr_post_srq_recvs(struct ibv_srq *srq, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n);
+// Reads the context's pending async events without blocking, counting
+// the SRQ limit events; returns how many events it read, or -errno.
+int rr_drain_async(struct ibv_context *ctx, uint32_t *srq_limit);
 int rr_qp_to_init(struct ibv_qp *qp, uint8_t port, int access);
 // A UD QP goes to INIT with its Q_Key, and to RTR and RTS with no peer:
 // the peer is named per send, by an address handle (rr_create_ah).

@@ -37,6 +37,11 @@ type SideResult struct {
 	// Silent: a UD latency requester ended early, no answer having come
 	// for stall_timeout.
 	Silent bool `json:"silent,omitempty"`
+	// RegisteredBytes is the memory the side's endpoint registered.
+	RegisteredBytes int64 `json:"registered_bytes,omitempty"`
+	// SRQLimitReached counts the times the side's shared receive queue
+	// fell below its limit (an eighth of srq_depth) during the run.
+	SRQLimitReached int `json:"srq_limit_reached,omitempty"`
 	// Latency samples stay on the requester's side.
 	lat  moments
 	hist []bucketCount
@@ -58,6 +63,13 @@ type SideSummary struct {
 	CPUPerOpNs float64          `json:"cpu_per_op_ns"`
 	Counters   portstats.Deltas `json:"counters"`
 	Events     uint64           `json:"events,omitempty"`
+	// RegisteredBytes is the memory the side registered: its buffers,
+	// with a shared receive queue one receive area for all QPs.
+	RegisteredBytes int64 `json:"registered_bytes,omitempty"`
+	// SRQLimitReached (srq): how often the side's shared receive queue
+	// ran below an eighth of srq_depth; a starved queue shows here and in
+	// the RNR NAKs of the counters.
+	SRQLimitReached int `json:"srq_limit_reached,omitempty"`
 }
 
 // Assemble puts the two sides' shares together into the result.
@@ -129,7 +141,8 @@ func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) 
 		return n
 	}
 	for _, s := range []*SideResult{req, resp} {
-		sum := SideSummary{Device: s.Device, CPU: s.CPU, Counters: s.Counters, Events: s.Events}
+		sum := SideSummary{Device: s.Device, CPU: s.CPU, Counters: s.Counters, Events: s.Events,
+			RegisteredBytes: s.RegisteredBytes, SRQLimitReached: s.SRQLimitReached}
 		if n := ops(s); n > 0 {
 			sum.CPUPerOpNs = float64(s.CPU.UserNs+s.CPU.SysNs) / float64(n)
 		}

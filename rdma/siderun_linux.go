@@ -49,6 +49,8 @@ type SideRun struct {
 	// finished; the C side wakes it through an eventfd, so nothing polls.
 	sendersFinished chan struct{}
 	notify          *os.File
+	// srqLimit counts the shared receive queue's limit events of the run.
+	srqLimit int
 }
 
 // watchSenders creates the eventfd the workers write when their sending
@@ -247,15 +249,32 @@ func (s *SideRun) Result() (*SideResult, error) {
 		for i, q := range s.qio {
 			s.e.recvLeft[i] = uint64(q.recv_posted - q.received)
 		}
+		if s.e.srq != nil {
+			left := s.e.srqLeft + uint64(s.c.r.srq_prefilled)
+			for _, w := range s.ws {
+				left += uint64(w.srq_posted)
+			}
+			for _, q := range s.qio {
+				left -= min(left, uint64(q.received))
+			}
+			s.e.srqLeft = left
+			// The device said so if the queue ran low (rr_prepare
+			// armed its limit); best effort, like the counters.
+			var n C.uint32_t
+			C.rr_drain_async(s.e.ctx, &n)
+			s.srqLimit = int(n)
+		}
 	})
 	if s.rc != 0 {
 		return nil, s.withLoss(s.error())
 	}
 	r := &SideResult{
-		Device:   s.e.cfg.Device,
-		Role:     s.role,
-		CPU:      CPUUse{UserNs: s.cpu.User.Nanoseconds(), SysNs: s.cpu.Sys.Nanoseconds()},
-		Counters: portstats.Delta(s.before, s.after).NonZero(),
+		Device:          s.e.cfg.Device,
+		Role:            s.role,
+		RegisteredBytes: s.e.RegisteredBytes(),
+		SRQLimitReached: s.srqLimit,
+		CPU:             CPUUse{UserNs: s.cpu.User.Nanoseconds(), SysNs: s.cpu.Sys.Nanoseconds()},
+		Counters:        portstats.Delta(s.before, s.after).NonZero(),
 	}
 	r.lat.min = math.MaxUint64
 	r.hist = s.hist

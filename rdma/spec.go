@@ -181,6 +181,11 @@ type TestSpec struct {
 	CPUs       []int    `json:"cpus,omitempty"` // pin thread i to CPUs[i % len]; empty: not pinned
 	TxDepth    int      `json:"tx_depth"`       // outstanding send WRs per QP
 	RxDepth    int      `json:"rx_depth"`       // receives kept posted per QP
+	// SRQ: each side's QPs take their receives from one shared receive
+	// queue of SRQDepth receives (default rx_depth) instead of rx_depth
+	// each, as a server with many clients does.
+	SRQ      bool `json:"srq,omitempty"`
+	SRQDepth int  `json:"srq_depth,omitempty"`
 	// CQModeration signals every Nth send WR and a run's last. Latency
 	// runs given by a duration, and read and atomic latency (whose
 	// completion is the round trip), signal every WR. The default is
@@ -382,6 +387,12 @@ func (s TestSpec) withDefaults() TestSpec {
 			s.RxDepth = 16
 		}
 	}
+	switch {
+	case !s.SRQ:
+		s.SRQDepth = 0
+	case s.SRQDepth == 0:
+		s.SRQDepth = s.RxDepth
+	}
 	if s.CQModeration == 0 {
 		// perftest's 100, but never more than moderationBytes between
 		// asked completions: at 8 MiB a window of 100 WRs is 800 MiB,
@@ -484,6 +495,9 @@ func (s Test) check() error {
 	if s.RxDepth < 1 || s.RxDepth > 16384 {
 		add("rx_depth %d is outside 1..16384", s.RxDepth)
 	}
+	if s.SRQ && (s.SRQDepth < 1 || s.SRQDepth > 16384) {
+		add("srq_depth %d is outside 1..16384", s.SRQDepth)
+	}
 	if s.CQModeration < 1 || s.CQModeration > s.TxDepth {
 		add("cq_moderation %d: want 1..tx_depth (%d), or the send queue fills before a completion is asked for", s.CQModeration, s.TxDepth)
 	}
@@ -514,6 +528,12 @@ func (s Test) checkCombination() error {
 		return fmt.Errorf("op %s needs a connection to the target's memory, and UD has none (it sends datagrams to a receive queue); use op send or send_imm, or qp_type rc", s.Op)
 	case s.QPType == UD && s.Op == OpWriteImm:
 		return fmt.Errorf("op %s writes the target's memory, which UD cannot; use op send_imm", s.Op)
+	case s.SRQ && !s.Op.UsesReceive():
+		return fmt.Errorf("srq shares receive queues, and op %s consumes no receives; use send, send_imm or write_imm, or drop srq", s.Op)
+	case s.SRQ && s.QPType == UD:
+		return errors.New("srq with qp_type ud is not built yet; use rc or uc")
+	case s.SRQ && s.Validate:
+		return errors.New("validate checks each QP's receive area, and with srq the QPs share one; drop validate or srq")
 	case s.QPType == UD && s.Connect == ConnectCM:
 		return errors.New("qp_type ud with connect: rdma_cm (an RDMA_PS_UDP id) is not built yet; use connect: exchange, which builds the address handles from the exchanged GIDs")
 	case s.QPType == UD && s.Size > udMaxSize:

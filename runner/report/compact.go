@@ -82,6 +82,10 @@ func Compact(w io.Writer, r *Report) error {
 		fmt.Fprintln(w)
 		deliveryText(w, r.Runs, "")
 	}
+	if hasSRQ(r.Runs) {
+		fmt.Fprintln(w)
+		srqText(w, r.Runs, "")
+	}
 	if rows := cmSetupRows(r.Runs); len(rows) > 0 {
 		fmt.Fprintln(w)
 		if err := cmSetupText(w, r.Runs, ""); err != nil {

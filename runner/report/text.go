@@ -59,6 +59,7 @@ func caseTable(w io.Writer, c CaseRuns, leadHeader []string, lead func(Run) []st
 		return err
 	}
 	deliveryText(w, c.Runs, "  ")
+	srqText(w, c.Runs, "  ")
 	problems(w, c.Runs, "  ")
 	categoriesText(w, c.Runs, "  ")
 	return nil
