@@ -169,6 +169,10 @@ func tests(o options) []test {
 		{name: "send lat 2B UD", tool: "ib_send_lat", args: []string{"-c", "UD", "-s", "2", "-n", lat}, bench: []string{"--op", "send", "--qp-type", "ud", "--sizes", "2", "--iters", lat}},
 		{name: "send bw 1KiB UD", tool: "ib_send_bw", args: []string{"-c", "UD", "-s", "1024", "-n", bw}, bench: []string{"--op", "send", "--qp-type", "ud", "--measure", "bandwidth", "--sizes", "1KiB", "--iters", bw}, bandwidth: true},
 	}
+	// A shared receive queue per side (perftest --use-srq, its rx_depth
+	// the queue's depth on both tools: 512).
+	ud = append(ud, test{name: "send bw 64KiB 4 QPs srq", tool: "ib_send_bw", args: []string{"-s", "65536", "-n", bw, "-q", "4", "--use-srq"},
+		bench: []string{"--op", "send", "--measure", "bandwidth", "--sizes", "64KiB", "--iters", bw, "--qps", "4", "--srq"}, bandwidth: true})
 	for _, t := range ud {
 		if o.pin && !t.bandwidth {
 			t.pinned = true
