@@ -243,13 +243,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		// Drivers may round the inline size up; post inline only what
 		// was asked for.
 		e.inline = min(e.inline, int(gotInline))
-		rc := C.int(0)
-		if cfg.QPType == UD {
-			rc = C.rr_ud_qp_to_init(qp, C.uint8_t(cfg.Port), C.uint32_t(e.qkey))
-		} else {
-			rc = C.rr_qp_to_init(qp, C.uint8_t(cfg.Port), accessAll)
-		}
-		if rc != 0 {
+		if rc := C.rr_qp_to_init(qp, C.uint8_t(cfg.Port), accessAll, C.uint32_t(e.qkey)); rc != 0 {
 			return nil, rcErr("ibv_modify_qp(INIT)", cfg.Device, rc)
 		}
 		e.psns = append(e.psns, randomPSN())
@@ -409,16 +403,8 @@ func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
 		if e.cfg.QPType == UC {
 			c.uc = 1
 		}
-		// RoCE always routes by GID; InfiniBand only needs the GRH across subnets.
-		if e.port.LinkLayer == "Ethernet" {
-			c.is_global = 1
-			gid := net.IP(remote.GID).To16()
-			if gid == nil {
-				return fmt.Errorf("rdma: the peer %s sent no GID", remote.Device)
-			}
-			for j := range 16 {
-				c.dgid[j] = C.uint8_t(gid[j])
-			}
+		if err := e.routeTo(&c, remote); err != nil {
+			return err
 		}
 		if rc := C.rr_qp_to_rtr(qp, &c); rc != 0 {
 			return rcErr("ibv_modify_qp(RTR)", e.cfg.Device, rc)
@@ -437,6 +423,23 @@ func (e *Endpoint) Connect(remote EndpointInfo, attrs QPAttrs) error {
 	}
 	e.attrs = a
 	e.ready = true
+	return nil
+}
+
+// routeTo addresses c to the peer's GID: RoCE always routes by GID;
+// InfiniBand needs the GRH only across subnets, so there c keeps the LID.
+func (e *Endpoint) routeTo(c *C.struct_rr_conn, remote EndpointInfo) error {
+	if e.port.LinkLayer != "Ethernet" {
+		return nil
+	}
+	gid := net.IP(remote.GID).To16()
+	if gid == nil {
+		return fmt.Errorf("rdma: the peer %s sent no GID", remote.Device)
+	}
+	c.is_global = 1
+	for j := range 16 {
+		c.dgid[j] = C.uint8_t(gid[j])
+	}
 	return nil
 }
 

@@ -491,8 +491,7 @@ static int wait_byte(struct rr_worker *w, struct rr_qp_io *q, uint8_t seq, int d
 static int post_recv(struct rr_worker *w, struct rr_qp_io *q, uint32_t n)
 {
 	struct rr_run *r = w->run;
-	int rc = r->srq ? rr_post_srq_recvs(r->srq, q->rbuf, r->recv_len, q->lkey, n)
-			: rr_post_recvs(q->qp, q->rbuf, r->recv_len, q->lkey, n);
+	int rc = rr_post_recvs(q->qp, r->srq, q->rbuf, r->recv_len, q->lkey, n);
 	if (rc) {
 		w->err_errno = rc;
 		return wfail(w, RR_FAIL_POST);
@@ -1140,7 +1139,7 @@ int rr_prepare(struct rr_run *r)
 		struct rr_qp_io *q = &r->w[0].q[0];
 		if (r->srq_left < r->srq_depth) {
 			uint32_t n = (uint32_t)(r->srq_depth - r->srq_left);
-			int rc = rr_post_srq_recvs(r->srq, q->rbuf, r->recv_len, q->lkey, n);
+			int rc = rr_post_recvs(NULL, r->srq, q->rbuf, r->recv_len, q->lkey, n);
 			if (rc) {
 				r->w[0].err_errno = rc;
 				return wfail(&r->w[0], RR_FAIL_POST);

@@ -54,26 +54,22 @@ struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq
 	return qp;
 }
 
-int rr_qp_to_init(struct ibv_qp *qp, uint8_t port, int access)
+int rr_qp_to_init(struct ibv_qp *qp, uint8_t port, int access, uint32_t qkey)
 {
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = port;
-	a.qp_access_flags = access;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-}
-
-int rr_ud_qp_to_init(struct ibv_qp *qp, uint8_t port, uint32_t qkey)
-{
-	struct ibv_qp_attr a;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = port;
-	a.qkey = qkey;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+	if (qkey) {
+		a.qkey = qkey;
+		mask |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = access;
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	return ibv_modify_qp(qp, &a, mask);
 }
 
 int rr_ud_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn)
@@ -200,18 +196,6 @@ int rr_arm_srq_limit(struct ibv_srq *srq, uint32_t limit)
 	return ibv_modify_srq(srq, &a, IBV_SRQ_LIMIT);
 }
 
-int rr_post_srq_recvs(struct ibv_srq *srq, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n)
-{
-	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = lkey};
-	struct ibv_recv_wr wr = {.wr_id = 0, .sg_list = &sge, .num_sge = 1}, *bad;
-	for (uint32_t i = 0; i < n; i++) {
-		int rc = ibv_post_srq_recv(srq, &wr, &bad);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 int rr_drain_async(struct ibv_context *ctx, uint32_t *srq_limit)
 {
 	int fl = fcntl(ctx->async_fd, F_GETFL);
@@ -228,12 +212,12 @@ int rr_drain_async(struct ibv_context *ctx, uint32_t *srq_limit)
 	return errno == EAGAIN || errno == EWOULDBLOCK ? n : -errno;
 }
 
-int rr_post_recvs(struct ibv_qp *qp, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n)
+int rr_post_recvs(struct ibv_qp *qp, struct ibv_srq *srq, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n)
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = lkey};
 	struct ibv_recv_wr wr = {.wr_id = 0, .sg_list = &sge, .num_sge = 1}, *bad;
 	for (uint32_t i = 0; i < n; i++) {
-		int rc = ibv_post_recv(qp, &wr, &bad);
+		int rc = srq ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(qp, &wr, &bad);
 		if (rc)
 			return rc;
 	}

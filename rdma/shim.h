@@ -236,14 +236,13 @@ struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq
 // than limit receives remain.
 struct ibv_srq *rr_create_srq(struct ibv_pd *pd, uint32_t depth);
 int rr_arm_srq_limit(struct ibv_srq *srq, uint32_t limit);
-int rr_post_srq_recvs(struct ibv_srq *srq, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n);
 // Reads the context's pending async events without blocking, counting
 // the SRQ limit events; returns how many events it read, or -errno.
 int rr_drain_async(struct ibv_context *ctx, uint32_t *srq_limit);
-int rr_qp_to_init(struct ibv_qp *qp, uint8_t port, int access);
-// A UD QP goes to INIT with its Q_Key, and to RTR and RTS with no peer:
-// the peer is named per send, by an address handle (rr_create_ah).
-int rr_ud_qp_to_init(struct ibv_qp *qp, uint8_t port, uint32_t qkey);
+// A connected QP goes to INIT with its access flags; a UD QP (qkey not
+// 0) with its Q_Key instead, and then to RTR and RTS with no peer: the
+// peer is named per send, by an address handle (rr_create_ah).
+int rr_qp_to_init(struct ibv_qp *qp, uint8_t port, int access, uint32_t qkey);
 int rr_ud_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn);
 // The address handle of c's destination (dlid, dgid, port, sgid_index,
 // sl, hop_limit, traffic_class); NULL with errno set on failure.
@@ -254,7 +253,8 @@ int rr_qp_to_err(struct ibv_qp *qp);
 // Reads back the attributes the driver holds for a connected QP (path
 // MTU, timers, retries, address vector) into c; returns 0 or an errno.
 int rr_qp_query(struct ibv_qp *qp, struct rr_conn *c);
-int rr_post_recvs(struct ibv_qp *qp, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n);
+// Posts n receives of buf to srq, or to qp's own queue when srq is NULL.
+int rr_post_recvs(struct ibv_qp *qp, struct ibv_srq *srq, uint8_t *buf, uint32_t len, uint32_t lkey, uint32_t n);
 
 // Fills the WR templates and posts the initial receives: everything that
 // must happen before the peer is told to start.

@@ -447,14 +447,17 @@ func TestCloseFreesEverything(t *testing.T) {
 			t.Fatalf("second Close: %v", err)
 		}
 	}
-	// A constructor that fails half-way (rxe's queues are smaller than
-	// this) must free what it made too.
-	_, err := rdma.NewEndpoint(rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex, MaxMessage: 64, QPs: 2, Channels: 1, SQDepth: 1 << 15, RQDepth: 512})
+	// A constructor that fails half-way must free what it made too: rxe
+	// takes far less inline data than this, so its first QP fails after
+	// the PD, the MR, the channel and a CQ exist. (Queues above the
+	// device's limits no longer reach the driver: DeviceLimits refuses
+	// them before anything is made.)
+	_, err := rdma.NewEndpoint(rdma.EndpointConfig{Device: "rxe0", GIDIndex: rdma.AutoGIDIndex, MaxMessage: 64, QPs: 2, Channels: 1, SQDepth: 16, RQDepth: 512, MaxInline: 1 << 16})
 	var ve *rdma.VerbsError
-	if !errors.As(err, &ve) {
-		t.Fatalf("oversized queues: got %v, want a rdma.VerbsError", err)
+	if !errors.As(err, &ve) || ve.Op != "ibv_create_qp" {
+		t.Fatalf("oversized inline data: got %v, want a rdma.VerbsError from ibv_create_qp", err)
 	}
-	t.Logf("oversized queues: %v", err)
+	t.Logf("oversized inline data: %v", err)
 	after := rdmaResources(t)
 	for dev, b := range before {
 		if after[dev] != b {

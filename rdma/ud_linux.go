@@ -7,10 +7,7 @@ package rdma
 */
 import "C"
 
-import (
-	"fmt"
-	"net"
-)
+import "fmt"
 
 // connectUD readies a UD endpoint's QPs and makes the address handle of
 // the peer's port: a UD QP has no peer of its own, each send names one
@@ -33,15 +30,8 @@ func (e *Endpoint) connectUD(remote EndpointInfo, a QPAttrs, mtuFrom string) err
 		traffic_class: C.uint8_t(a.TrafficClass),
 		sl:            C.uint8_t(a.SL),
 	}
-	if e.port.LinkLayer == "Ethernet" {
-		c.is_global = 1
-		gid := net.IP(remote.GID).To16()
-		if gid == nil {
-			return fmt.Errorf("rdma: the peer %s sent no GID", remote.Device)
-		}
-		for j := range 16 {
-			c.dgid[j] = C.uint8_t(gid[j])
-		}
+	if err := e.routeTo(&c, remote); err != nil {
+		return err
 	}
 	ah, err := C.rr_create_ah(e.pd, &c)
 	if ah == nil {

@@ -4,8 +4,6 @@ package rdma_test
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +99,7 @@ func TestUDAboveMTU(t *testing.T) {
 // UD loss is a result.
 func TestUDTotalLoss(t *testing.T) {
 	testbedDevices(t)
-	udFault(t, "path-loss", "1", "0", "100")
+	rdmatest.Fault(t, "path-loss", "1", "0", "100")
 	const stall, loss = 2 * time.Second, 200 * time.Millisecond
 	for _, m := range []rdma.Measure{rdma.MeasureLatency, rdma.MeasureBandwidth} {
 		for _, mode := range []rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent} {
@@ -140,7 +138,7 @@ func TestUDTotalLoss(t *testing.T) {
 // lost or (latency) late.
 func TestUDPartialLoss(t *testing.T) {
 	testbedDevices(t)
-	udFault(t, "path-loss", "1", "0", "20")
+	rdmatest.Fault(t, "path-loss", "1", "0", "20")
 	for _, m := range []rdma.Measure{rdma.MeasureLatency, rdma.MeasureBandwidth} {
 		t.Run(m.String(), func(t *testing.T) {
 			spec := rdma.TestSpec{Op: rdma.OpSendImm, Measure: m, QPType: rdma.UD, QPs: 2, Iterations: 200, LossTimeout: rdma.Duration(100 * time.Millisecond)}
@@ -160,21 +158,4 @@ func TestUDPartialLoss(t *testing.T) {
 			t.Logf("%+v: %.1f%% lost", *d, 100*d.LossRatio)
 		})
 	}
-}
-
-// udFault runs testbed/fault.sh; the test's end clears every fault.
-func udFault(t *testing.T, args ...string) {
-	t.Helper()
-	script, err := filepath.Abs("../testbed/fault.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(script, args...).CombinedOutput(); err != nil {
-		t.Fatalf("fault.sh %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(script, "clear").CombinedOutput(); err != nil {
-			t.Errorf("fault.sh clear: %v\n%s", err, out)
-		}
-	})
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rdmarun/rdmarun/fleet"
 	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/rdma/rdmatest"
 	"github.com/rdmarun/rdmarun/runner/report"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -139,23 +140,6 @@ func stopServe(t *testing.T, p *serveProc) {
 	if t.Failed() {
 		t.Logf("%s:\n%s", strings.Join(p.cmd.Args, " "), p.output())
 	}
-}
-
-// fault runs testbed/fault.sh; the test's end clears every fault.
-func fault(t *testing.T, args ...string) {
-	t.Helper()
-	script, err := filepath.Abs("../testbed/fault.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(script, args...).CombinedOutput(); err != nil {
-		t.Fatalf("fault.sh %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(script, "clear").CombinedOutput(); err != nil {
-			t.Errorf("fault.sh clear: %v\n%s", err, out)
-		}
-	})
 }
 
 // runFleetCLI runs the acceptance scenario through its serves the way a
@@ -296,7 +280,7 @@ func TestFleetVMAllPairs(t *testing.T) {
 // and every pair without it passes.
 func TestFleetVMHostDown(t *testing.T) {
 	tokenFile := startFleet(t)
-	fault(t, "host-down", "3")
+	rdmatest.Fault(t, "host-down", "3")
 	checkHostDown(t, fleetFile, tokenFile)
 }
 
@@ -351,7 +335,7 @@ func TestFleetVMHostSetup(t *testing.T) {
 // link the top suspect, blames neither host, and the other pairs pass.
 func TestFleetVMPathLoss(t *testing.T) {
 	tokenFile := startFleet(t)
-	fault(t, "path-loss", "0", "1", "100", "both")
+	rdmatest.Fault(t, "path-loss", "0", "1", "100", "both")
 	checkPathSuspect(t, fleetFile, tokenFile)
 }
 
@@ -360,7 +344,7 @@ func TestFleetVMPathLoss(t *testing.T) {
 // suspect and neither host is blamed.
 func TestFleetVMPathDelay(t *testing.T) {
 	tokenFile := startFleet(t)
-	fault(t, "path-delay", "0", "1", "20", "both")
+	rdmatest.Fault(t, "path-delay", "0", "1", "20", "both")
 	checkPathSuspect(t, fleetFile, tokenFile)
 }
 
@@ -472,13 +456,13 @@ func TestFleetVMCMAllPairs(t *testing.T) {
 // the QPs connect through the CM.
 func TestFleetVMCMHostDown(t *testing.T) {
 	tokenFile := startFleetFile(t, "testdata/coordinator/vm-cm.yaml", nil)
-	fault(t, "host-down", "3")
+	rdmatest.Fault(t, "host-down", "3")
 	checkHostDown(t, "testdata/coordinator/vm-cm.yaml", tokenFile)
 }
 
 func TestFleetVMCMPathLoss(t *testing.T) {
 	tokenFile := startFleetFile(t, "testdata/coordinator/vm-cm.yaml", nil)
-	fault(t, "path-loss", "0", "1", "100", "both")
+	rdmatest.Fault(t, "path-loss", "0", "1", "100", "both")
 	checkPathSuspect(t, "testdata/coordinator/vm-cm.yaml", tokenFile)
 }
 

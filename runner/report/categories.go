@@ -152,10 +152,7 @@ func (s sideCategories) line() string {
 // each starting with indent and the run's label.
 func categoriesText(w io.Writer, runs []Run, indent string) {
 	for _, run := range runs {
-		label := run.Label()
-		if run.Pair != nil {
-			label = pairText(run.Pair) + " " + label
-		}
+		label := lineLabel(run)
 		for _, s := range runCategories(run) {
 			fmt.Fprintf(w, "%s%s: %s\n", indent, label, s.line())
 		}

@@ -22,10 +22,7 @@ func deliveryText(w io.Writer, runs []Run, indent string) {
 			fmt.Fprintf(w, "%sUD delivery (bytes are payload; each receive also holds the packet's %d-byte GRH):\n", indent, rdma.GRHBytes)
 			said = true
 		}
-		label := run.Label()
-		if run.Pair != nil {
-			label = pairText(run.Pair) + " " + label
-		}
+		label := lineLabel(run)
 		if l := res.Latency; l != nil && l.Delivery != nil {
 			d := l.Delivery
 			fmt.Fprintf(w, "%s  %s: %d round trips, %d answered, %d lost (%.2f%%), %d late (after loss_timeout %v)%s\n",

@@ -22,10 +22,7 @@ func srqText(w io.Writer, runs []Run, indent string) {
 			fmt.Fprintf(w, "%sshared receive queues (srq_depth receives per side):\n", indent)
 			said = true
 		}
-		label := run.Label()
-		if run.Pair != nil {
-			label = pairText(run.Pair) + " " + label
-		}
+		label := lineLabel(run)
 		req, resp := res.Sides[0], res.Sides[1]
 		rnr := resp.Counters.HWCounters["send_rnr_err"] + req.Counters.HWCounters["send_rnr_err"]
 		low := "did not run low"

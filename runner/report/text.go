@@ -69,10 +69,7 @@ func caseTable(w io.Writer, c CaseRuns, leadHeader []string, lead func(Run) []st
 // line starting with indent and naming the pair in a fleet run.
 func problems(w io.Writer, runs []Run, indent string) {
 	for _, run := range runs {
-		label := run.Label()
-		if run.Pair != nil {
-			label = pairText(run.Pair) + " " + label
-		}
+		label := lineLabel(run)
 		if run.Error != "" {
 			fmt.Fprintf(w, "%s%s: error: %s\n", indent, label, run.Error)
 		}
@@ -82,6 +79,15 @@ func problems(w io.Writer, runs []Run, indent string) {
 			}
 		}
 	}
+}
+
+// lineLabel names a run at the start of a line under its case: its
+// size, measure, QPs and mode, after its pair in a fleet run.
+func lineLabel(run Run) string {
+	if run.Pair != nil {
+		return pairText(run.Pair) + " " + run.Label()
+	}
+	return run.Label()
 }
 
 // summary closes a report: the counts, and why it stopped early.
