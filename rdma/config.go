@@ -28,6 +28,13 @@ type EndpointConfig struct {
 	// goes where the writer says).
 	SRQDepth   int
 	SharedRecv bool
+	// RecvCQs, with a shared receive queue, is the number of receive CQs
+	// the QPs share: QP i's receives complete on CQ i % RecvCQs, one per
+	// thread, so that each QP's own CQ holds only its sends. Sized for
+	// the whole shared queue, one per QP would cost QPs x srq_depth
+	// entries (1,024 QPs at srq_depth 4,096 took 1 GiB of CQ memory a
+	// side on soft-RoCE) where the receives need srq_depth per thread.
+	RecvCQs int
 	// Channels is the number of completion channels (one per thread in
 	// event mode); QP i's CQ reports to channel i % Channels. 0: none,
 	// the loops busy-poll.
@@ -75,6 +82,10 @@ func (c *EndpointConfig) Validate() error {
 		return fmt.Errorf("endpoint: shared receive queue depth %d out of range 0..32768", c.SRQDepth)
 	case c.SharedRecv && c.SRQDepth == 0:
 		return errors.New("endpoint: a shared receive area needs a shared receive queue")
+	case c.SRQDepth > 0 && (c.RecvCQs < 1 || c.RecvCQs > c.QPs):
+		return fmt.Errorf("endpoint: %d receive CQs for %d QPs sharing a receive queue; want 1..QPs", c.RecvCQs, c.QPs)
+	case c.SRQDepth == 0 && c.RecvCQs != 0:
+		return errors.New("endpoint: shared receive CQs need a shared receive queue")
 	}
 	return nil
 }
@@ -241,6 +252,10 @@ func SpecConfig(t Test, c EndpointConfig) EndpointConfig {
 	c.RQDepth = t.RxDepth
 	c.SRQDepth = t.SRQDepth
 	c.SharedRecv = t.SRQ && t.Op != OpWriteImm
+	c.RecvCQs = 0
+	if t.SRQ {
+		c.RecvCQs = t.Threads
+	}
 	c.MaxInline = t.Inline
 	c.Hugepages = t.Hugepages
 	c.Channels = 0

@@ -136,6 +136,7 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 			q := &ios[k]
 			q.qp = e.qps[i]
 			q.cq = e.cqs[i]
+			q.rcq = e.recvCQ(i)
 			q.sbuf = (*C.uint8_t)(unsafe.Pointer(&e.sendArea(i)[0]))
 			q.rbuf = (*C.uint8_t)(unsafe.Pointer(&e.recvBuffer(i)[0]))
 			q.lkey = e.mr.lkey
@@ -157,6 +158,11 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 			q.sges = (*C.struct_ibv_sge)(p)
 			byQP[i] = q
 		}
+		if len(e.recvCQs) > 0 {
+			if err := c.qpnTable(w, ios); err != nil {
+				return nil, err
+			}
+		}
 		s.ws = append(s.ws, w)
 	}
 	for _, q := range byQP {
@@ -165,6 +171,30 @@ func (s *SideRun) build(peer EndpointInfo) (_ *cRun, err error) {
 		}
 	}
 	return c, nil
+}
+
+// qpnTable gives w the table that finds, by QP number, which of its QPs
+// a completion on their shared receive CQ belongs to (loop.c, owner).
+func (c *cRun) qpnTable(w *C.struct_rr_worker, ios []C.struct_rr_qp_io) error {
+	slots := 1
+	for slots < 2*len(ios) {
+		slots *= 2
+	}
+	p, err := c.calloc(uintptr(slots), unsafe.Sizeof((*C.struct_rr_qp_io)(nil)))
+	if err != nil {
+		return err
+	}
+	w.by_qpn = (**C.struct_rr_qp_io)(p)
+	w.qpn_mask = C.uint32_t(slots - 1)
+	table := unsafe.Slice(w.by_qpn, slots)
+	for k := range ios {
+		j := uint32(ios[k].qp.qp_num) & uint32(w.qpn_mask)
+		for table[j] != nil {
+			j = (j + 1) & uint32(w.qpn_mask)
+		}
+		table[j] = &ios[k]
+	}
+	return nil
 }
 
 // error turns the first real failure of a worker into a typed error. A

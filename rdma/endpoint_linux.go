@@ -42,7 +42,10 @@ type Endpoint struct {
 	ctx    *C.struct_ibv_context
 	pd     *C.struct_ibv_pd
 	chans  []*C.struct_ibv_comp_channel
-	cqs    []*C.struct_ibv_cq
+	cqs    []*C.struct_ibv_cq // QP i's, its sends and (without an SRQ) receives
+	// recvCQs are the receive CQs of QPs sharing a receive queue, QP i's
+	// being recvCQs[i % len] (cfg.RecvCQs).
+	recvCQs []*C.struct_ibv_cq
 	// siwPlug holds a page of a soft-iWARP context that no queue can
 	// use (siw.c); nil on every other device.
 	siwPlug *C.struct_ibv_cq
@@ -224,18 +227,27 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		e.qkey = randomQKey()
 	}
 	e.inline = cfg.MaxInline
-	for i := range cfg.QPs {
-		var ch *C.struct_ibv_comp_channel
-		if len(e.chans) > 0 {
-			ch = e.chans[i%len(e.chans)]
+	channel := func(i int) *C.struct_ibv_comp_channel {
+		if len(e.chans) == 0 {
+			return nil
 		}
-		cq, err := C.ibv_create_cq(e.ctx, C.int(cfg.cqDepth()), nil, ch, 0)
+		return e.chans[i%len(e.chans)]
+	}
+	for j := range cfg.RecvCQs {
+		cq, err := C.ibv_create_cq(e.ctx, C.int(cfg.recvCQDepth()), nil, channel(j), 0)
+		if cq == nil {
+			return nil, verbsErr("ibv_create_cq (a shared receive CQ)", cfg.Device, err)
+		}
+		e.recvCQs = append(e.recvCQs, cq)
+	}
+	for i := range cfg.QPs {
+		cq, err := C.ibv_create_cq(e.ctx, C.int(cfg.cqDepth()), nil, channel(i), 0)
 		if cq == nil {
 			return nil, verbsErr("ibv_create_cq", cfg.Device, err)
 		}
 		e.cqs = append(e.cqs, cq)
 		var gotInline C.uint32_t
-		qp, err := C.rr_create_qp(e.pd, cq, e.srq, C.int(cfg.QPType), C.uint32_t(cfg.SQDepth), C.uint32_t(cfg.RQDepth), C.uint32_t(cfg.MaxInline), &gotInline)
+		qp, err := C.rr_create_qp(e.pd, cq, e.recvCQ(i), e.srq, C.int(cfg.QPType), C.uint32_t(cfg.SQDepth), C.uint32_t(cfg.RQDepth), C.uint32_t(cfg.MaxInline), &gotInline)
 		if qp == nil {
 			return nil, verbsErr("ibv_create_qp", cfg.Device, err)
 		}
@@ -250,6 +262,15 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	}
 	e.recvLeft = make([]uint64, cfg.QPs)
 	return e, nil
+}
+
+// recvCQ is the CQ QP i's receives complete on: its own CQ, or with a
+// shared receive queue its thread's receive CQ.
+func (e *Endpoint) recvCQ(i int) *C.struct_ibv_cq {
+	if len(e.recvCQs) == 0 {
+		return e.cqs[i]
+	}
+	return e.recvCQs[i%len(e.recvCQs)]
 }
 
 // randomQKey draws a UD endpoint's Q_Key: a datagram whose Q_Key differs
@@ -511,6 +532,10 @@ func (e *Endpoint) Close() error {
 		errs = append(errs, rcErr("ibv_destroy_cq", e.cfg.Device, C.ibv_destroy_cq(cq)))
 	}
 	e.cqs = nil
+	for _, cq := range e.recvCQs {
+		errs = append(errs, rcErr("ibv_destroy_cq", e.cfg.Device, C.ibv_destroy_cq(cq)))
+	}
+	e.recvCQs = nil
 	if e.siwPlug != nil {
 		errs = append(errs, rcErr("ibv_destroy_cq", e.cfg.Device, C.ibv_destroy_cq(e.siwPlug)))
 		e.siwPlug = nil

@@ -21,6 +21,7 @@ type DeviceLimits struct {
 // process holding what it needs; that failure is the driver's to name.
 func (l DeviceLimits) fits(device string, c EndpointConfig, extraCQs int) error {
 	cqe := c.cqDepth()
+	extraCQs += c.RecvCQs
 	switch {
 	case c.QPs > l.MaxQP:
 		return fmt.Errorf("rdma: the test wants %d QPs, and %s allows at most %d (max_qp, ibv_devinfo -v); use qps of at most %d", c.QPs, device, l.MaxQP, l.MaxQP)
@@ -34,8 +35,12 @@ func (l DeviceLimits) fits(device string, c EndpointConfig, extraCQs int) error 
 		return fmt.Errorf("rdma: %s has no shared receive queues (max_srq 0, ibv_devinfo -v); drop srq", device)
 	case c.SRQDepth > l.MaxSRQWR:
 		return fmt.Errorf("rdma: srq_depth %d is above %s's %d receives per shared receive queue (max_srq_wr, ibv_devinfo -v)", c.SRQDepth, device, l.MaxSRQWR)
+	case c.SRQDepth > 0 && cqe > l.MaxCQE:
+		return fmt.Errorf("rdma: a QP's completion queue needs %d entries (tx_depth %d + %d), and %s allows at most %d (max_cqe, ibv_devinfo -v); lower tx_depth", cqe, c.SQDepth, cqSlack, device, l.MaxCQE)
 	case cqe > l.MaxCQE:
-		return fmt.Errorf("rdma: a QP's completion queue needs %d entries (tx_depth %d + rx_depth or srq_depth %d + %d), and %s allows at most %d (max_cqe, ibv_devinfo -v); lower tx_depth or rx_depth", cqe, c.SQDepth, cqe-c.SQDepth-cqSlack, cqSlack, device, l.MaxCQE)
+		return fmt.Errorf("rdma: a QP's completion queue needs %d entries (tx_depth %d + rx_depth %d + %d), and %s allows at most %d (max_cqe, ibv_devinfo -v); lower tx_depth or rx_depth", cqe, c.SQDepth, c.RQDepth, cqSlack, device, l.MaxCQE)
+	case c.SRQDepth > 0 && c.recvCQDepth() > l.MaxCQE:
+		return fmt.Errorf("rdma: a thread's receive completion queue needs %d entries (srq_depth %d + %d), and %s allows at most %d (max_cqe, ibv_devinfo -v); lower srq_depth", c.recvCQDepth(), c.SRQDepth, cqSlack, device, l.MaxCQE)
 	}
 	return nil
 }
@@ -44,8 +49,18 @@ func (l DeviceLimits) fits(device string, c EndpointConfig, extraCQs int) error 
 const cqSlack = 16
 
 // cqDepth is the entries of each QP's CQ: its send queue's and its
-// receive queue's, or with a shared receive queue, as many receives as
-// that queue holds, which may all complete on one QP.
+// receive queue's; with a shared receive queue its receives complete on
+// the thread's receive CQ instead.
 func (c EndpointConfig) cqDepth() int {
-	return c.SQDepth + max(c.RQDepth, c.SRQDepth) + cqSlack
+	if c.SRQDepth > 0 {
+		return c.SQDepth + cqSlack
+	}
+	return c.SQDepth + c.RQDepth + cqSlack
+}
+
+// recvCQDepth is the entries of each receive CQ shared by a thread's QPs:
+// as many as the shared receive queue holds, which may all complete on
+// one thread's QPs.
+func (c EndpointConfig) recvCQDepth() int {
+	return c.SRQDepth + cqSlack
 }

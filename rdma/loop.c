@@ -324,19 +324,38 @@ static void ud_received(struct rr_worker *w, struct rr_qp_io *q, const struct ib
 		q->late++;
 }
 
-// Polls q's CQ once and accounts for what it finds. Send WRs carry their
-// 1-based sequence number as wr_id, and an RC/UC send queue completes in
-// order, so the last send completion says how many WRs are done (under
-// CQ moderation, unsignaled WRs before it included).
-static int poll_q(struct rr_worker *w, struct rr_qp_io *q, int stamp_recv)
+// owner is the QP of this worker a receive completion with QP number
+// qpn belongs to: q itself, or on a shared receive CQ any of the
+// worker's QPs; NULL if none (a completion of a QP the worker does not
+// drive, which its CQ cannot hold).
+static struct rr_qp_io *owner(struct rr_worker *w, struct rr_qp_io *q, uint32_t qpn)
+{
+	if (q->qp->qp_num == qpn)
+		return q;
+	if (!w->by_qpn)
+		return NULL;
+	for (uint32_t i = qpn & w->qpn_mask;; i = (i + 1) & w->qpn_mask) {
+		struct rr_qp_io *o = w->by_qpn[i];
+		if (!o || o->qp->qp_num == qpn)
+			return o;
+	}
+}
+
+// Polls cq once for q and accounts for what it finds. Send WRs carry
+// their 1-based sequence number as wr_id, and an RC/UC send queue
+// completes in order, so the last send completion says how many WRs are
+// done (under CQ moderation, unsignaled WRs before it included). A
+// receive is counted on the QP it arrived on, which on a shared receive
+// CQ may be another of the worker's QPs.
+static int poll_cq(struct rr_worker *w, struct rr_qp_io *q, struct ibv_cq *cq, int stamp_recv)
 {
 	struct ibv_wc wc[16];
-	int n = ibv_poll_cq(q->cq, 16, wc);
+	int n = ibv_poll_cq(cq, 16, wc);
 	if (n < 0) {
 		w->err_errno = EIO;
 		return wfail(w, RR_FAIL_POLL);
 	}
-	int recvs = 0;
+	int64_t now = 0;
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS) {
 			w->wc_status = wc[i].status;
@@ -345,24 +364,38 @@ static int poll_q(struct rr_worker *w, struct rr_qp_io *q, int stamp_recv)
 			w->wc_qpn = wc[i].qp_num;
 			return wfail(w, RR_FAIL_WC);
 		}
-		if (wc[i].opcode & IBV_WC_RECV) {
-			recvs++;
-			if (w->run->ud)
-				ud_received(w, q, &wc[i]);
-		} else {
+		if (!(wc[i].opcode & IBV_WC_RECV)) {
 			q->completed = wc[i].wr_id;
+			continue;
 		}
-	}
-	if (recvs) {
-		q->received += recvs;
+		struct rr_qp_io *o = owner(w, q, wc[i].qp_num);
+		if (!o) {
+			w->wc_qpn = wc[i].qp_num;
+			w->err_errno = ENOENT;
+			return wfail(w, RR_FAIL_POLL);
+		}
+		o->received++;
+		if (w->run->ud)
+			ud_received(w, o, &wc[i]);
 		if (stamp_recv) {
-			int64_t now = rr_now_ns();
-			if (q->t_first_recv == 0)
-				q->t_first_recv = now;
-			q->t_last_recv = now;
+			if (now == 0)
+				now = rr_now_ns();
+			if (o->t_first_recv == 0)
+				o->t_first_recv = now;
+			o->t_last_recv = now;
 		}
 	}
 	return n;
+}
+
+// Polls q's CQ, and its shared receive CQ if it has one, once each.
+static int poll_q(struct rr_worker *w, struct rr_qp_io *q, int stamp_recv)
+{
+	int n = poll_cq(w, q, q->cq, stamp_recv);
+	if (n < 0 || q->rcq == q->cq)
+		return n;
+	int m = poll_cq(w, q, q->rcq, stamp_recv);
+	return m < 0 ? m : n + m;
 }
 
 static int wait_event(struct rr_worker *w, int64_t left_ns);
@@ -418,6 +451,8 @@ static int wait_event(struct rr_worker *w, int64_t left_ns)
 static int arm(struct rr_worker *w, struct rr_qp_io *q)
 {
 	int rc = ibv_req_notify_cq(q->cq, 0);
+	if (!rc && q->rcq != q->cq)
+		rc = ibv_req_notify_cq(q->rcq, 0);
 	if (rc) {
 		w->err_errno = rc;
 		return wfail(w, RR_FAIL_EVENT);

@@ -33,13 +33,13 @@ struct ibv_mr *rr_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 	return ibv_reg_mr(pd, addr, len, access);
 }
 
-struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq, int qpt, uint32_t sq,
-			    uint32_t rq, uint32_t max_inline, uint32_t *got_inline)
+struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_cq *rcq, struct ibv_srq *srq, int qpt,
+			    uint32_t sq, uint32_t rq, uint32_t max_inline, uint32_t *got_inline)
 {
 	struct ibv_qp_init_attr ia;
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = cq;
-	ia.recv_cq = cq;
+	ia.recv_cq = rcq;
 	ia.qp_type = qpt == RR_QPT_UD ? IBV_QPT_UD : qpt == RR_QPT_UC ? IBV_QPT_UC : IBV_QPT_RC;
 	ia.sq_sig_all = 0;
 	ia.cap.max_send_wr = sq;

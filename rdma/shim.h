@@ -92,7 +92,8 @@ uint32_t rr_hist_index(uint64_t v);
 // One QP as a worker sees it.
 struct rr_qp_io {
 	struct ibv_qp *qp;
-	struct ibv_cq *cq; // send and receive completions of this QP
+	struct ibv_cq *cq;  // send completions of this QP, and its receives but with an SRQ
+	struct ibv_cq *rcq; // receive completions: cq, or the thread's shared receive CQ
 	uint8_t *sbuf;     // send area (also the local target of reads and atomics)
 	uint8_t *rbuf;     // receive area: where the peer's writes and sends land
 	uint32_t lkey;
@@ -128,6 +129,11 @@ struct rr_worker {
 	struct rr_run *run;
 	struct rr_qp_io *q;
 	int nq;
+	// by_qpn finds the QP of a completion on a shared receive CQ: an
+	// open-addressing table of qpn_mask + 1 slots (at least twice nq),
+	// keyed by QP number, probed linearly; NULL without a shared CQ.
+	struct rr_qp_io **by_qpn;
+	uint32_t qpn_mask;
 	int role; // RR_ROLE_* bits
 	int side; // 0: requester side, 1: responder side (for error messages)
 	struct ibv_comp_channel *ch; // NULL: busy-poll
@@ -229,8 +235,10 @@ struct rr_run {
 ssize_t rr_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max);
 int rr_query_port(struct ibv_context *ctx, uint8_t port, struct rr_port_info *out);
 struct ibv_mr *rr_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access);
-struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq, int qpt, uint32_t sq,
-			    uint32_t rq, uint32_t max_inline, uint32_t *got_inline);
+// cq takes the QP's send completions and rcq its receives (the same CQ
+// but with a shared receive queue).
+struct ibv_qp *rr_create_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_cq *rcq, struct ibv_srq *srq, int qpt,
+			    uint32_t sq, uint32_t rq, uint32_t max_inline, uint32_t *got_inline);
 // A shared receive queue of depth receives (NULL with errno set), and its
 // limit armed: the device raises IBV_EVENT_SRQ_LIMIT_REACHED once fewer
 // than limit receives remain.

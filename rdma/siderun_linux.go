@@ -387,6 +387,8 @@ func (e *Endpoint) fits(spec Test) error {
 		return fmt.Errorf("rdma: %s's buffers hold %d bytes, the test sends %d", e.cfg.Device, e.cfg.MaxMessage, spec.Size)
 	case spec.Mode == ModeEvent && len(e.chans) < spec.Threads:
 		return fmt.Errorf("rdma: %s has %d completion channels, event mode with %d threads needs one each", e.cfg.Device, len(e.chans), spec.Threads)
+	case spec.SRQ && len(e.recvCQs) != spec.Threads:
+		return fmt.Errorf("rdma: %s has %d shared receive CQs, a test with srq and %d threads needs one each", e.cfg.Device, len(e.recvCQs), spec.Threads)
 	case spec.QPType == UD && spec.Size > e.attrs.MTU:
 		return fmt.Errorf("rdma: size %d bytes is above the path MTU %d bytes on %s (%s): a UD message is one packet; use a size of at most %d", spec.Size, e.attrs.MTU, e.cfg.Device, e.mtuFrom, e.attrs.MTU)
 	case e.cfg.SQDepth < spec.TxDepth || e.cfg.RQDepth < spec.RxDepth:

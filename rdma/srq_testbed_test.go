@@ -65,3 +65,18 @@ func TestSRQStarved(t *testing.T) {
 		t.Errorf("RNR NAKs sent %d, received %d, want both above 0 for a starved queue", sent, got)
 	}
 }
+
+// TestSRQThousandQPs: 1,024 QPs over one shared receive queue of 4,096
+// receives per side pass. Each QP's CQ holds its sends and each thread's
+// receive CQ the whole queue; when every QP's CQ was sized for the whole
+// queue, the two sides' CQs took about 2 GiB and the kernel killed the
+// process in the testbed VM (2 GiB of memory).
+func TestSRQThousandQPs(t *testing.T) {
+	testbedDevices(t)
+	r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Size: 64, QPs: 1024, Threads: 2, TxDepth: 16, Iterations: 20, SRQ: true, SRQDepth: 4096})
+	d := r.Bandwidth.Directions[0]
+	t.Logf("%d messages, %.4f Mmsg/s; the responder registered %d bytes", d.Messages, d.MessagesPerSec/1e6, r.Sides[1].RegisteredBytes)
+	if d.Messages != 1024*20 {
+		t.Errorf("%d messages, want %d", d.Messages, 1024*20)
+	}
+}
