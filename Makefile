@@ -101,7 +101,7 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 		$(TESTBIN)/exporter/e2e.testbed.test $(TESTBIN)/cmd/rdmarun.testbed.test $(TESTBIN)/soak.testbed.test \
 		$(TESTBIN)/exporter/collector.testbed.test $(TESTBIN)/rdmarun $(TESTBIN)/rdmarun_exporter
 	testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma
-	TESTBED_HOSTS=4 testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma -test.run '^TestLargeMessages$$'
+	TESTBED_HOSTS=4 testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma -test.run '^(TestLargeMessages|TestMulticast)$$'
 	TESTBED_SIW=1 testbed/gotest.sh $(TESTBIN)/rdma.testbed.test rdma -test.run '^(TestSiwMatrix|TestSiwMeasureConnect)$$'
 	testbed/gotest.sh $(TESTBIN)/exporter/collector.testbed.test exporter/collector -test.run '^TestCategoriesVM$$'
 	TESTBED_SIW=1 testbed/gotest.sh $(TESTBIN)/cmd/rdmarun.testbed.test cmd/rdmarun -test.run '^TestDoctorVM'

@@ -41,6 +41,10 @@ int rr_cm_next(struct rdma_event_channel *ch, int timeout_ms, struct rr_cm_event
 		out->retry_count = c->retry_count;
 		out->rnr_retry_count = c->rnr_retry_count;
 		out->qp_num = c->qp_num;
+	} else if (ev->id) {
+		out->ah_attr = ev->param.ud.ah_attr;
+		out->qp_num = ev->param.ud.qp_num;
+		out->qkey = ev->param.ud.qkey;
 	}
 	rdma_ack_cm_event(ev);
 	return 0;

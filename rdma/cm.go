@@ -28,6 +28,8 @@ const (
 	CMEstablished     CMEvent = 9
 	CMDisconnected    CMEvent = 10
 	CMDeviceRemoval   CMEvent = 11
+	CMMulticastJoin   CMEvent = 12
+	CMMulticastError  CMEvent = 13
 	CMTimewaitExit    CMEvent = 15
 	cmEventNameCount          = 17
 )
@@ -69,7 +71,7 @@ var ErrCMListenerClosed = errors.New("rdma: the CM listener is closed")
 // CMError is a connection step that failed: an error event, a call that
 // failed, or a deadline that passed.
 type CMError struct {
-	Step   string // "resolve_addr", "resolve_route", "connect", "accept", "listen"
+	Step   string // "resolve_addr", "resolve_route", "connect", "accept", "listen", "join_multicast"
 	Peer   string // the address being connected to, or listened on
 	QP     int    // the QP's index; -1 for a listener
 	Event  CMEvent

@@ -22,6 +22,10 @@ struct rr_cm_event {
 	uint8_t retry_count;
 	uint8_t rnr_retry_count;
 	uint32_t qp_num;
+	// A UDP id's multicast join: the address of the group's members,
+	// its QP number (0xFFFFFF) and Q_Key.
+	struct ibv_ah_attr ah_attr;
+	uint32_t qkey;
 };
 
 // Waits at most timeout_ms for ch's next event and copies it into *out,
@@ -50,5 +54,15 @@ void rr_cm_gids(struct rdma_cm_id *id, uint8_t *sgid, uint8_t *dgid);
 int rr_cm_resolve_addr(struct rdma_cm_id *id, const uint8_t *src, int has_src, const uint8_t *dst, uint16_t port, int timeout_ms);
 int rr_cm_listen(struct rdma_cm_id *id, const uint8_t *ip, uint16_t port, int backlog, int v6only);
 int rr_cm_connect(struct rdma_cm_id *id, uint32_t qpn, const struct rr_conn *c, const void *priv, uint8_t priv_len, int accept);
+
+// Multicast (multicast.c): binds a UDP id to src and asks to join group;
+// the join ends with a MULTICAST_JOIN or MULTICAST_ERROR event. Returns
+// 0 or an errno, *stage saying which call failed (0 bind, 1 join).
+int rr_mcast_join(struct rdma_cm_id *id, const uint8_t *src, const uint8_t *group, int *stage);
+int rr_mcast_leave(struct rdma_cm_id *id, const uint8_t *group);
+// Gives a UD QP in RTS the group's Q_Key, which a receiver must hold.
+int rr_mcast_qkey(struct ibv_qp *qp, uint32_t qkey);
+// Attaches qp to, or detaches it from, the group of a join's ah_attr.
+int rr_mcast_attach(struct ibv_qp *qp, const struct ibv_ah_attr *a, int attach);
 
 #endif

@@ -38,6 +38,8 @@ func _() {
 	_ = x[CMEstablished-C.RDMA_CM_EVENT_ESTABLISHED]
 	_ = x[CMDisconnected-C.RDMA_CM_EVENT_DISCONNECTED]
 	_ = x[CMDeviceRemoval-C.RDMA_CM_EVENT_DEVICE_REMOVAL]
+	_ = x[CMMulticastJoin-C.RDMA_CM_EVENT_MULTICAST_JOIN]
+	_ = x[CMMulticastError-C.RDMA_CM_EVENT_MULTICAST_ERROR]
 	_ = x[CMTimewaitExit-C.RDMA_CM_EVENT_TIMEWAIT_EXIT]
 }
 

@@ -46,6 +46,8 @@ type Endpoint struct {
 	// recvCQs are the receive CQs of QPs sharing a receive queue, QP i's
 	// being recvCQs[i % len] (cfg.RecvCQs).
 	recvCQs []*C.struct_ibv_cq
+	// mcast is the multicast group a UD endpoint joined (JoinMulticast).
+	mcast *multicastJoin
 	// siwPlug holds a page of a soft-iWARP context that no queue can
 	// use (siw.c); nil on every other device.
 	siwPlug *C.struct_ibv_cq
@@ -513,8 +515,10 @@ func (e *Endpoint) Close() error {
 		e.wake = -1
 	}
 	e.freeLatencyBuffers()
-	// The CM's ids go first: they name QPs that must still exist when
-	// the peer is told of the disconnect.
+	// The QP leaves its multicast group, and the CM's ids go, first:
+	// they name QPs that must still exist when the peer is told of the
+	// disconnect.
+	errs = append(errs, e.closeMulticast())
 	e.closeCM()
 	for _, qp := range e.qps {
 		errs = append(errs, rcErr("ibv_destroy_qp", e.cfg.Device, C.ibv_destroy_qp(qp)))

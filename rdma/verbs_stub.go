@@ -127,3 +127,14 @@ func (*CMRequest) Reject([]byte) error { return nil }
 func ResolveCM(src, dst netip.Addr, _ time.Duration) (CMRoute, error) {
 	return CMRoute{Src: src, Dst: dst}, ErrNotSupported
 }
+
+// MulticastQPN is the QP number a send to a multicast group names.
+const MulticastQPN = 0xFFFFFF
+
+// JoinMulticast needs librdmacm; this build has none.
+func (*Endpoint) JoinMulticast(netip.Addr, bool, QPAttrs, time.Duration) error {
+	return ErrNotSupported
+}
+
+// MulticastPeer needs libibverbs; this build has none.
+func (*Endpoint) MulticastPeer() EndpointInfo { return EndpointInfo{} }

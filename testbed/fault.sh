@@ -10,6 +10,9 @@
 #   fault.sh path-delay I J MS [both]   delay them by MS milliseconds
 #   fault.sh path I J NETEM... [both]   any netem settings, e.g.
 #                                       `loss 5% delay 20ms`
+#   fault.sh rx-loss J PCT        drop PCT % of every packet reaching
+#                                 host J, multicast included (3 or more
+#                                 hosts: on the bridge's port toward J)
 #   fault.sh clear                every host up, every path fault removed,
 #                                 every rxe port ACTIVE again (10 s limit)
 #   fault.sh show                 the qdiscs and filters in place
@@ -26,7 +29,7 @@ set -eu
 
 me=fault.sh
 die() { echo "$me: $*" >&2; exit 2; }
-usage() { sed -n '4,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 hosts() { # the hosts that exist: veth0, veth1, ... in a row
     n=0
@@ -127,12 +130,25 @@ case $cmd in
     path)
         [ $# -ge 3 ] || usage
         path_cmd "$@" ;;
+    rx-loss)
+        # A multicast packet has the group as its destination, so the
+        # sender's per-destination filters cannot single out one
+        # receiver; the bridge port toward J carries only J's share.
+        [ $# = 2 ] || usage
+        host J "$1"
+        [ -e "/sys/class/net/bport$1" ] || die "rx-loss needs the bridge layout (TESTBED_HOSTS=3 or more)"
+        pct=${2%%%}
+        case $pct in
+            ''|*[!0-9.]*) die "PCT must be a percentage such as 20 or 2.5 (got '$2')" ;;
+        esac
+        run tc qdisc replace dev "bport$1" root netem loss "$pct%" ;;
     clear)
         [ $# = 0 ] || usage
         n=$(hosts) i=0
         while [ $i -lt "$n" ]; do
             # Deleting an absent root qdisc fails; that is the clean state.
             tc qdisc del dev "veth$i" root 2>/dev/null || true
+            [ ! -e "/sys/class/net/bport$i" ] || tc qdisc del dev "bport$i" root 2>/dev/null || true
             run ip link set "veth$i" up
             i=$((i + 1))
         done
@@ -143,6 +159,7 @@ case $cmd in
             echo "veth$i: $(cat /sys/class/net/veth$i/operstate)"
             tc qdisc show dev "veth$i" | sed 's/^/  /'
             tc filter show dev "veth$i" parent 1: 2>/dev/null | grep -E 'flowid|match' | sed 's/^/  /' || true
+            [ ! -e "/sys/class/net/bport$i" ] || tc qdisc show dev "bport$i" | sed 's/^/  bport: /'
             i=$((i + 1))
         done ;;
     -h|--help|help) usage ;;

@@ -19,7 +19,7 @@ import (
 // tables name each run's pair; it has no charts against message size,
 // whose lines would mix every pair's runs.
 func HTML(w io.Writer, r *Report) error {
-	page := htmlPage{R: r, SetupHeader: cmSetupHeader}
+	page := htmlPage{R: r, SetupHeader: cmSetupHeader, Scaling: scalingHTML(r)}
 	if r.Fleet != nil {
 		page.Fleet = fleetHTML(r)
 	}
@@ -55,6 +55,7 @@ type htmlPage struct {
 	R           *Report
 	SetupHeader []string
 	Fleet       template.HTML // the heat maps and suspects of a fleet report
+	Scaling     template.HTML // message rate and memory against QPs
 	Cases       []htmlCase
 }
 
@@ -72,8 +73,9 @@ type series struct {
 
 type point struct{ x, y float64 }
 
-// chart draws one SVG line chart: x is log2(size), one line per
-// (qps, mode, metric). It returns "" when no run has the metric.
+// chart draws one SVG line chart against message size: x is
+// log2(size), one line per (qps, mode, metric). It returns "" when no
+// run has the metric.
 func chart(title string, runs []Run, metric func(Run) []series) template.HTML {
 	lines := map[string][]point{}
 	for _, run := range runs {
@@ -82,6 +84,12 @@ func chart(title string, runs []Run, metric func(Run) []series) template.HTML {
 			lines[key] = append(lines[key], point{math.Log2(float64(run.Spec.Size)), s.value})
 		}
 	}
+	return lineChart(title, lines, func(x float64) string { return units.FormatBytes(uint64(math.Exp2(x))) })
+}
+
+// lineChart draws lines of points whose x is a log2 value, labelling
+// whole values of x with xTick. It returns "" for no lines.
+func lineChart(title string, lines map[string][]point, xTick func(float64) string) template.HTML {
 	if len(lines) == 0 {
 		return ""
 	}
@@ -101,8 +109,15 @@ func chart(title string, runs []Run, metric func(Run) []series) template.HTML {
 	if maxY == 0 {
 		maxY = 1
 	}
-	const w, h, left, bottom, top, right = 640, 300, 60, 40, 30, 170
-	px := func(x float64) float64 { return left + (x-minX)/(maxX-minX)*(w-left-right) }
+	// The legend's column widens for long line names (about 6.5 px a
+	// character at its 11 px font) rather than clipping them.
+	right := 170
+	for _, k := range keys {
+		right = max(right, len(k)*13/2+20)
+	}
+	const h, left, bottom, top = 300, 60, 40, 30
+	w := 470 + right
+	px := func(x float64) float64 { return left + (x-minX)/(maxX-minX)*float64(w-left-right) }
 	py := func(y float64) float64 { return h - bottom - y/maxY*(h-bottom-top) }
 	colors := []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"}
 	var b strings.Builder
@@ -115,7 +130,7 @@ func chart(title string, runs []Run, metric func(Run) []series) template.HTML {
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, left-6, py(y)+4, tick(y))
 	}
 	for x := math.Ceil(minX); x <= maxX; x++ {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%s</text>`, px(x), h-bottom+16, units.FormatBytes(uint64(math.Exp2(x))))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="tick" text-anchor="middle">%s</text>`, px(x), h-bottom+16, xTick(x))
 	}
 	for i, k := range keys {
 		c := colors[i%len(colors)]
@@ -172,7 +187,7 @@ svg.heatmap{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.heatmap .val{font-si
 {{range .Findings}}<tr style="text-align:left"><td class="{{if eq .Status.String "fail"}}failed{{else}}skipped{{end}}">{{.Status}}</td><td>{{.Name}}</td><td>{{where .}}</td><td>{{.Found}}</td><td>{{.Expected}}</td><td>{{.Cost}}</td><td>{{.Fix}}</td></tr>
 {{end}}</table>{{end}}{{end}}
 {{end}}</section>
-{{end}}{{range .Cases}}<section class="case"><h2>{{.Name}}</h2>
+{{end}}{{.Scaling}}{{range .Cases}}<section class="case"><h2>{{.Name}}</h2>
 {{.Latency}}{{.Bandwidth}}
 <table><tr>{{if $.R.Fleet}}<th>pair</th><th>round</th>{{end}}<th>size</th><th>measure</th><th>qps</th><th>mode</th><th>RTT p50 us</th><th>RTT p99 us</th><th>RTT p99.9 us</th><th>Gb/s</th><th>status</th><th>verdicts</th></tr>
 {{range .Runs}}<tr>{{if $.R.Fleet}}<td>{{pair .Pair}}</td><td>{{with .Pair}}{{.Round}}{{else}}-{{end}}</td>{{end}}<td>{{size .Spec.Size}}</td><td>{{.Spec.Measure}}</td><td>{{.Spec.QPs}}</td><td>{{.Spec.Mode}}</td>
