@@ -112,6 +112,7 @@ testbed-test: testbed-build $(TESTBIN)/rdma.testbed.test $(TESTBIN)/peer.testbed
 	FLEET_VM_OUTPUT=$(CURDIR)/$(CACHE)/fleet-vm/TestFleetVMAllPairs \
 		$(GO) test -count=1 -tags chromium -run '^TestFleetVMHTMLInChromium$$' -v ./runner/report
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer
+	TESTBED_HOSTS=4 TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer -test.run '^TestMulticastServe$$'
 	TESTBED_ENV="RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^(TestSoak|TestMultiQPReceives|TestFalseAlarms)$$'
 	TESTBED_SIW=1 TESTBED_ENV="RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter" \
 		testbed/gotest.sh $(TESTBIN)/exporter/e2e.testbed.test exporter/e2e -test.skip '^TestMesh|^TestProbeCost'

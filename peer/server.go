@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -409,7 +410,14 @@ var errChannel = errors.New("control channel")
 // through the CM, the endpoint sent first, since the client connects
 // once it has it.
 func (s *Server) connect(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, spec rdma.Test, theirs rdma.EndpointInfo, cm *cmSession) error {
-	if cm == nil {
+	switch {
+	case spec.Multicast != "":
+		// A multicast receiver has no peer QP: it joins the group the
+		// client sends to, before the client hears it is ready.
+		if err := ep.JoinMulticast(netip.MustParseAddr(spec.Multicast), false, spec.QP, s.cfg.StepTimeout); err != nil {
+			return err
+		}
+	case cm == nil:
 		if err := ep.Connect(theirs, spec.QP); err != nil {
 			return err
 		}

@@ -38,6 +38,9 @@ type Session struct {
 	// folded: the responder runs the session folded (fold.go); next:
 	// it has prepared the next run, which may start without its Start.
 	folded, next bool
+	// shared: ep is the caller's (a multicast sender's, one for all its
+	// receivers' sessions), which Close leaves open.
+	shared bool
 	// connectStats is the CM set-up of the QPs (connect: rdma_cm), which
 	// the session's first run reports.
 	connectStats *rdma.ConnectStats
@@ -49,6 +52,12 @@ type Session struct {
 // may grant less, or nothing (a build before sessions, or one at its
 // limit of sessions): Idle says what it granted.
 func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Duration) (_ *Session, err error) {
+	return dial(ctx, cfg, spec, keep, nil)
+}
+
+// dial is Dial on the caller's endpoint when ep is not nil: the session
+// then uses it as it is, connected or joined already.
+func dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Duration, ep *rdma.Endpoint) (_ *Session, err error) {
 	if err := spec.Ready(); err != nil {
 		return nil, err
 	}
@@ -75,8 +84,9 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 		}
 	}()
 
-	s.ep, err = rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, SkipPortCounters: cfg.SkipPortCounters}))
-	if err != nil {
+	if ep != nil {
+		s.ep, s.shared = ep, true
+	} else if s.ep, err = rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, SkipPortCounters: cfg.SkipPortCounters})); err != nil {
 		log.Debug("local endpoint failed", "device", cfg.Device, "err", err)
 		return nil, err
 	}
@@ -135,6 +145,9 @@ func Dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 // exchange, or through the CM to the address the responder offered,
 // each request naming the session's nonce and its QP.
 func (s *Session) connect(offer *cmOffer) error {
+	if s.shared {
+		return nil
+	}
 	if s.spec.Connect != rdma.ConnectCM {
 		return s.ep.Connect(s.peer, s.spec.QP)
 	}
@@ -333,6 +346,9 @@ func (s *Session) Close() error {
 			s.bye(context.Background())
 		}
 		s.c.Close()
+	}
+	if s.shared {
+		return nil
 	}
 	return s.ep.Close()
 }

@@ -18,12 +18,14 @@ type MulticastResult struct {
 // MulticastReceiver is one receiver's share: its device and what of the
 // sender's messages arrived there.
 type MulticastReceiver struct {
+	// Host is the responder's address when the receiver is remote.
+	Host     string   `json:"host,omitempty"`
 	Device   string   `json:"device"`
 	Delivery Delivery `json:"delivery"`
 }
 
-// RunMulticast runs spec (UD send bandwidth, one QP) from sender to the
-// group it joined, received by every endpoint of receivers, which joined
+// RunMulticast runs spec (UD send bandwidth, one QP, to the group
+// spec.Multicast names) from sender, which joined the group to send, received by every endpoint of receivers, which joined
 // it as receivers. The receivers start first; once the sender is done,
 // each takes what is still arriving for loss_timeout and counts the rest
 // as lost. A receiver that fails stops the run; one that receives
@@ -33,10 +35,8 @@ func RunMulticast(ctx context.Context, spec Test, sender *Endpoint, receivers []
 		return nil, err
 	}
 	switch {
-	case spec.QPType != UD || spec.Measure != MeasureBandwidth || spec.Op != OpSend:
-		return nil, fmt.Errorf("rdma: multicast runs UD send bandwidth, not %s %s over %s", spec.Op, spec.Measure, spec.QPType)
-	case spec.QPs != 1 || spec.Bidirectional:
-		return nil, errors.New("rdma: multicast runs one QP, one way")
+	case spec.Multicast == "":
+		return nil, errors.New("rdma: a multicast run's spec names no group (multicast)")
 	case len(receivers) == 0:
 		return nil, errors.New("rdma: a multicast run needs at least one receiver")
 	}
@@ -65,14 +65,12 @@ func RunMulticast(ctx context.Context, spec Test, sender *Endpoint, receivers []
 	fanOut(ctx, tx, rx)
 	sent, txErr := tx.Result()
 	errs := []error{txErr}
-	res := &MulticastResult{Spec: spec, Sender: sender.Info()}
+	var got []*SideResult
+	var devices []string
 	for i, s := range rx {
-		got, err := s.Result()
+		r, err := s.Result()
 		errs = append(errs, err)
-		if err == nil && txErr == nil {
-			res.Receivers = append(res.Receivers, MulticastReceiver{Device: receivers[i].Info().Device,
-				Delivery: *messageDelivery(sent.QPs[0].Completed, got, spec.Size)})
-		}
+		got, devices = append(got, r), append(devices, receivers[i].Info().Device)
 	}
 	if err := FirstError(errs...); err != nil {
 		if ctx.Err() != nil {
@@ -80,9 +78,22 @@ func RunMulticast(ctx context.Context, spec Test, sender *Endpoint, receivers []
 		}
 		return nil, err
 	}
-	q := sent.QPs[0]
-	res.Sent = newDirection(sender.Info().Device, "multicast", q.Completed, spec.Size, q.FirstPost, q.LastComp)
-	return res, nil
+	return AssembleMulticast(spec, sender.Info(), sent, devices, got), nil
+}
+
+// AssembleMulticast puts a multicast run together: the sender's share
+// and each receiver's, receivers[i] being the device of got[i].
+func AssembleMulticast(spec Test, sender EndpointInfo, sent *SideResult, receivers []string, got []*SideResult) *MulticastResult {
+	var q QPCounts
+	if len(sent.QPs) > 0 {
+		q = sent.QPs[0]
+	}
+	res := &MulticastResult{Spec: spec, Sender: sender,
+		Sent: newDirection(sender.Device, spec.Multicast, q.Completed, spec.Size, q.FirstPost, q.LastComp)}
+	for i, r := range got {
+		res.Receivers = append(res.Receivers, MulticastReceiver{Device: receivers[i], Delivery: *messageDelivery(q.Completed, r, spec.Size)})
+	}
+	return res
 }
 
 // fanOut is link for one sender and many receivers: the sender's "done"

@@ -62,7 +62,7 @@ func TestMulticast(t *testing.T) {
 				rdmatest.Fault(t, tc.fault...)
 			}
 			spec := rdmatest.Complete(t, rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, QPType: rdma.UD, Size: 1024,
-				Iterations: 2000, LossTimeout: rdma.Duration(300 * time.Millisecond)})
+				Iterations: 2000, LossTimeout: rdma.Duration(300 * time.Millisecond), Multicast: tc.group})
 			tx, rx := multicastEndpoints(t, spec, netip.MustParseAddr(tc.group), "rxe0", "rxe1", "rxe2", "rxe3")
 			start := time.Now()
 			res, err := rdma.RunMulticast(context.Background(), spec, tx, rx)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -186,6 +187,10 @@ type TestSpec struct {
 	// each, as a server with many clients does.
 	SRQ      bool `json:"srq,omitempty"`
 	SRQDepth int  `json:"srq_depth,omitempty"`
+	// Multicast is the group (an IPv4 or IPv6 multicast address) a UD
+	// send bandwidth test sends to: one sender, every receiver joined to
+	// the group through the CM. Empty: unicast.
+	Multicast string `json:"multicast,omitempty"`
 	// CQModeration signals every Nth send WR and a run's last. Latency
 	// runs given by a duration, and read and atomic latency (whose
 	// completion is the round trip), signal every WR. The default is
@@ -523,6 +528,9 @@ func (s Test) check() error {
 }
 
 func (s Test) checkCombination() error {
+	if err := s.checkMulticast(); err != nil {
+		return err
+	}
 	switch {
 	case s.QPType == UD && !s.Op.UsesReceive():
 		return fmt.Errorf("op %s needs a connection to the target's memory, and UD has none (it sends datagrams to a receive queue); use op send or send_imm, or qp_type rc", s.Op)
@@ -556,6 +564,32 @@ func (s Test) checkCombination() error {
 		return errors.New("bidirectional applies to measure bandwidth only")
 	case s.Measure == MeasureLatency && s.Op.PingPong() && s.Size < 1:
 		return errors.New("a ping-pong needs at least 1 byte")
+	}
+	return nil
+}
+
+// checkMulticast refuses a multicast test that is not one UD QP sending
+// one way, each refusal naming the fix.
+func (s Test) checkMulticast() error {
+	if s.Multicast == "" {
+		return nil
+	}
+	g, err := netip.ParseAddr(s.Multicast)
+	switch {
+	case err != nil || !g.IsMulticast():
+		return fmt.Errorf("multicast %q is not a multicast address; use a group such as 239.1.1.1 (IPv4 224.0.0.0/4) or ff15::1 (IPv6 ff00::/8)", s.Multicast)
+	case s.QPType != UD:
+		return fmt.Errorf("multicast sends datagrams to a group, which only UD QPs can; add qp_type: ud (not %s)", s.QPType)
+	case s.Op != OpSend:
+		return fmt.Errorf("multicast sends to a group's receive queues; use op send, not %s", s.Op)
+	case s.Measure != MeasureBandwidth:
+		return errors.New("multicast has no round trip: one sender, many receivers; use measure bandwidth")
+	case s.QPs != 1 || s.Threads != 1:
+		return fmt.Errorf("multicast sends from one QP (qps %d, threads %d); use qps 1", s.QPs, s.Threads)
+	case s.Bidirectional:
+		return errors.New("multicast sends one way; drop bidirectional")
+	case s.Connect != ConnectExchange:
+		return errors.New("multicast joins its group through the CM whatever connect says; drop connect: rdma_cm")
 	}
 	return nil
 }

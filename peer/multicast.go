@@ -1,0 +1,170 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/rdma"
+)
+
+// RunMulticast runs spec (UD send bandwidth to the group spec.Multicast
+// names) from cfg's device to the responders at addrs: each joins the
+// group and receives, and the result says what each one got. cfg.Addr
+// is not used; every responder is dialled with cfg's token, TLS and
+// responder settings. One sender endpoint serves all the sessions.
+func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rdma.Test) (*rdma.MulticastResult, error) {
+	if err := spec.Ready(); err != nil {
+		return nil, err
+	}
+	if spec.Multicast == "" || len(addrs) == 0 {
+		return nil, errors.New("peer: a multicast run needs a group (multicast) and at least one receiver")
+	}
+	step := cfg.StepTimeout
+	if step == 0 {
+		step = 10 * time.Second
+	}
+	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, SkipPortCounters: cfg.SkipPortCounters}))
+	if err != nil {
+		return nil, err
+	}
+	defer ep.Close()
+	if err := ep.JoinMulticast(netip.MustParseAddr(spec.Multicast), true, spec.QP, step); err != nil {
+		return nil, err
+	}
+	var ss []*Session
+	defer func() {
+		for _, s := range ss {
+			s.Close()
+		}
+	}()
+	for _, a := range addrs {
+		c := cfg
+		c.Addr = a
+		s, err := dial(ctx, c, spec, 0, ep)
+		if err != nil {
+			return nil, fmt.Errorf("multicast receiver %s: %w", a, err)
+		}
+		ss = append(ss, s)
+	}
+	side, err := ep.Prepare(spec, 0, rdma.RoleSend, ep.MulticastPeer())
+	if err != nil {
+		return nil, err
+	}
+	defer side.Close()
+	// Every receiver's side runs before the first message is sent.
+	for _, s := range ss {
+		if err := s.send(ctx, StageStarting, ctrl.KindReady, nil); err != nil {
+			return nil, err
+		}
+		if err := s.recv(ctx, StageStarting, ctrl.KindStart, nil); err != nil {
+			return nil, err
+		}
+	}
+	side.Start()
+	if err := relayAll(ctx, ss, side, step, spec.StallLimit()); err != nil {
+		return nil, rdma.FirstError(sideErr(side), err)
+	}
+	sent, localErr := side.Result()
+	if localErr != nil {
+		return nil, localErr
+	}
+	var hosts, devices []string
+	var got []*rdma.SideResult
+	for _, s := range ss {
+		rctx, cancel := context.WithTimeout(ctx, step+spec.StallLimit())
+		var theirs resultMsg
+		err := s.c.Recv(rctx, ctrl.KindResult, &theirs)
+		cancel()
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("multicast receiver %s: %w", s.addr, s.wrap(StageAwaitResult, err))
+		case theirs.Error != "":
+			return nil, fmt.Errorf("multicast receiver %s: %w", s.addr, &RemoteSideError{Msg: theirs.Error, Timeout: theirs.Timeout})
+		case theirs.Side == nil:
+			return nil, fmt.Errorf("multicast receiver %s: %w", s.addr, s.wrap(StageResult, errors.New("no result and no error")))
+		}
+		s.bye(ctx)
+		hosts, devices, got = append(hosts, s.addr), append(devices, s.peer.Device), append(got, theirs.Side)
+	}
+	spec.QP = ep.Attrs()
+	res := rdma.AssembleMulticast(spec, ep.Info(), sent, devices, got)
+	for i := range res.Receivers {
+		res.Receivers[i].Host = hosts[i]
+	}
+	return res, nil
+}
+
+// relayAll is relay for one sender and many receivers: every receiver is
+// told when the sender is done, and a receiver's broken channel stops the
+// sender. It returns once the sender has finished and every receiver's
+// Done has arrived (each sends it when its side ends, after its drain),
+// or a receiver took longer than a step and the drain after the sender's
+// end.
+func relayAll(ctx context.Context, ss []*Session, side *rdma.SideRun, step, drain time.Duration) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type news struct {
+		from int
+		m    incoming
+	}
+	all := make(chan news, len(ss))
+	for i, s := range ss {
+		one := readOne(rctx, s.c)
+		go func() { all <- news{i, <-one} }()
+	}
+	own, end := side.SendersFinished(), side.Exited()
+	told, done := false, 0
+	var linkErr error
+	var giveUp <-chan time.Time
+	fail := func(err error) {
+		side.Stop()
+		if linkErr == nil {
+			linkErr = err
+		}
+	}
+	tell := func() {
+		if told {
+			return
+		}
+		told = true
+		for _, s := range ss {
+			sctx, scancel := context.WithTimeout(ctx, step)
+			if err := s.c.Send(sctx, ctrl.KindDone, nil); err != nil {
+				fail(fmt.Errorf("control channel to %s: %w", s.addr, err))
+			}
+			scancel()
+		}
+	}
+	for end != nil || done < len(ss) {
+		select {
+		case n := <-all:
+			done++
+			switch {
+			case n.m.err != nil:
+				fail(fmt.Errorf("control channel to %s: %w", ss[n.from].addr, n.m.err))
+			case n.m.kind != ctrl.KindDone:
+				fail(fmt.Errorf("control channel to %s: %s while the test ran, want done", ss[n.from].addr, n.m.kind))
+			}
+		case <-own:
+			tell()
+			own = nil
+		case <-end:
+			tell()
+			end, own = nil, nil
+			giveUp = time.After(step + drain)
+			if side.Failed() {
+				giveUp = time.After(step)
+			}
+		case <-giveUp:
+			return errors.New("control channel: a multicast receiver did not finish its side in time")
+		case <-ctx.Done():
+			side.Stop()
+			return ctx.Err()
+		}
+	}
+	return linkErr
+}
