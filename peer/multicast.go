@@ -16,13 +16,14 @@ import (
 // group and receives, and the result says what each one got. cfg.Addr
 // is not used; every responder is dialled with cfg's token, TLS and
 // responder settings. One sender endpoint serves all the sessions.
-func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rdma.Test) (*rdma.MulticastResult, error) {
+func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rdma.Test) (*rdma.Result, error) {
 	if err := spec.Ready(); err != nil {
 		return nil, err
 	}
 	if spec.Multicast == "" || len(addrs) == 0 {
 		return nil, errors.New("peer: a multicast run needs a group (multicast) and at least one receiver")
 	}
+	spec = spec.WithGroup()
 	step := cfg.StepTimeout
 	if step == 0 {
 		step = 10 * time.Second

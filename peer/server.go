@@ -414,7 +414,11 @@ func (s *Server) connect(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, s
 	case spec.Multicast != "":
 		// A multicast receiver has no peer QP: it joins the group the
 		// client sends to, before the client hears it is ready.
-		if err := ep.JoinMulticast(netip.MustParseAddr(spec.Multicast), false, spec.QP, s.cfg.StepTimeout); err != nil {
+		group, err := netip.ParseAddr(spec.Multicast)
+		if err != nil {
+			return fmt.Errorf("the client's test names multicast %q, not a group address (a client resolves auto before it asks)", spec.Multicast)
+		}
+		if err := ep.JoinMulticast(group, false, spec.QP, s.cfg.StepTimeout); err != nil {
 			return err
 		}
 	case cm == nil:

@@ -4,15 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
 )
 
-// MulticastResult is one multicast run: what the sender sent to the
-// group and what each receiver took from it.
-type MulticastResult struct {
-	Spec      Test                `json:"spec"`
-	Sender    EndpointInfo        `json:"sender"`
-	Sent      Direction           `json:"sent"`
-	Receivers []MulticastReceiver `json:"receivers"`
+// MulticastAuto as a test's Multicast draws a group for each run
+// (WithGroup), so that runs at once, or one after another, do not hear
+// each other's messages.
+const MulticastAuto = "auto"
+
+// WithGroup is t with a group drawn from 239.255.0.0/16, the IPv4
+// organization-local scope, in place of MulticastAuto.
+func (t Test) WithGroup() Test {
+	if t.Multicast == MulticastAuto {
+		n := rand.Uint32()
+		t.Multicast = netip.AddrFrom4([4]byte{239, 255, byte(n >> 8), byte(n)}).String()
+	}
+	return t
 }
 
 // MulticastReceiver is one receiver's share: its device and what of the
@@ -30,13 +39,13 @@ type MulticastReceiver struct {
 // each takes what is still arriving for loss_timeout and counts the rest
 // as lost. A receiver that fails stops the run; one that receives
 // nothing does not: its loss is the result.
-func RunMulticast(ctx context.Context, spec Test, sender *Endpoint, receivers []*Endpoint) (*MulticastResult, error) {
+func RunMulticast(ctx context.Context, spec Test, sender *Endpoint, receivers []*Endpoint) (*Result, error) {
 	if err := spec.Ready(); err != nil {
 		return nil, err
 	}
 	switch {
-	case spec.Multicast == "":
-		return nil, errors.New("rdma: a multicast run's spec names no group (multicast)")
+	case spec.Multicast == "" || spec.Multicast == MulticastAuto:
+		return nil, errors.New("rdma: a multicast run's spec names no group (multicast; WithGroup draws one for auto)")
 	case len(receivers) == 0:
 		return nil, errors.New("rdma: a multicast run needs at least one receiver")
 	}
@@ -83,16 +92,27 @@ func RunMulticast(ctx context.Context, spec Test, sender *Endpoint, receivers []
 
 // AssembleMulticast puts a multicast run together: the sender's share
 // and each receiver's, receivers[i] being the device of got[i].
-func AssembleMulticast(spec Test, sender EndpointInfo, sent *SideResult, receivers []string, got []*SideResult) *MulticastResult {
+func AssembleMulticast(spec Test, sender EndpointInfo, sent *SideResult, receivers []string, got []*SideResult) *Result {
 	var q QPCounts
 	if len(sent.QPs) > 0 {
 		q = sent.QPs[0]
 	}
-	res := &MulticastResult{Spec: spec, Sender: sender,
-		Sent: newDirection(sender.Device, spec.Multicast, q.Completed, spec.Size, q.FirstPost, q.LastComp)}
+	d := newDirection(sender.Device, spec.Multicast, q.Completed, spec.Size, q.FirstPost, q.LastComp)
+	res := &Result{Spec: spec, Requester: sender, Elapsed: time.Duration(q.LastComp - q.FirstPost)}
+	res.Sides = append(res.Sides, summary(spec, sent))
 	for i, r := range got {
-		res.Receivers = append(res.Receivers, MulticastReceiver{Device: receivers[i], Delivery: *messageDelivery(q.Completed, r, spec.Size)})
+		rx := MulticastReceiver{Device: receivers[i], Delivery: *messageDelivery(q.Completed, r, spec.Size)}
+		if d.Delivery == nil || rx.Delivery.Lost > d.Delivery.Lost {
+			worst := rx.Delivery
+			d.Delivery = &worst
+		}
+		res.Receivers = append(res.Receivers, rx)
+		res.Sides = append(res.Sides, summary(spec, r))
 	}
+	if len(got) > 0 {
+		res.Responder = EndpointInfo{Device: receivers[0]}
+	}
+	res.Bandwidth = &BandwidthStats{Directions: []Direction{d}, PerQP: [][]Direction{{d}}}
 	return res
 }
 

@@ -69,9 +69,9 @@ func TestMulticast(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("took %v; sent %d messages at %.4f Gb/s", time.Since(start).Round(time.Millisecond), res.Sent.Messages, res.Sent.Gbps())
-			if res.Sent.Messages != 2000 || len(res.Receivers) != 3 {
-				t.Fatalf("sent %d, %d receivers; want 2000 and 3", res.Sent.Messages, len(res.Receivers))
+			t.Logf("took %v; sent %d messages at %.4f Gb/s", time.Since(start).Round(time.Millisecond), res.Bandwidth.Directions[0].Messages, res.Bandwidth.Directions[0].Gbps())
+			if res.Bandwidth.Directions[0].Messages != 2000 || len(res.Receivers) != 3 {
+				t.Fatalf("sent %d, %d receivers; want 2000 and 3", res.Bandwidth.Directions[0].Messages, len(res.Receivers))
 			}
 			for _, r := range res.Receivers {
 				d := r.Delivery

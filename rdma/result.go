@@ -23,8 +23,13 @@ type Result struct {
 	// the requester timed it; nil for a run connected by exchange, and
 	// for a kept session's later runs.
 	Connect *ConnectStats `json:"connect,omitempty"`
-	// Sides holds CPU time and port counter deltas: requester, responder.
+	// Sides holds CPU time and port counter deltas: requester, responder
+	// (a multicast run: the sender, then each receiver).
 	Sides []SideSummary `json:"sides"`
+	// Receivers is a multicast run's receivers, what each one took from
+	// the group; the bandwidth's Delivery is the worst of them (the most
+	// lost), so a threshold on loss holds for every receiver.
+	Receivers []MulticastReceiver `json:"receivers,omitempty"`
 }
 
 // LatencyStats are the round-trip times of a latency run. RTT is measured

@@ -130,25 +130,30 @@ func Assemble(spec Test, reqInfo, respInfo EndpointInfo, req, resp *SideResult) 
 		}
 		res.Bandwidth = bw
 	}
-	ops := func(s *SideResult) uint64 {
-		if spec.Measure == MeasureLatency {
-			return req.lat.n
-		}
-		var n uint64
-		for _, q := range s.QPs {
-			n += q.Completed + q.Received
-		}
-		return n
-	}
 	for _, s := range []*SideResult{req, resp} {
-		sum := SideSummary{Device: s.Device, CPU: s.CPU, Counters: s.Counters, Events: s.Events,
-			RegisteredBytes: s.RegisteredBytes, SRQLimitReached: s.SRQLimitReached}
-		if n := ops(s); n > 0 {
-			sum.CPUPerOpNs = float64(s.CPU.UserNs+s.CPU.SysNs) / float64(n)
+		sum := summary(spec, s)
+		if spec.Measure == MeasureLatency && req.lat.n > 0 {
+			sum.CPUPerOpNs = float64(s.CPU.UserNs+s.CPU.SysNs) / float64(req.lat.n)
 		}
 		res.Sides = append(res.Sides, sum)
 	}
 	return res
+}
+
+// summary is what a result says of side s besides its traffic; the CPU
+// per operation is per message the side sent or received (a latency
+// run's is per round trip, which Assemble sets).
+func summary(spec Test, s *SideResult) SideSummary {
+	sum := SideSummary{Device: s.Device, CPU: s.CPU, Counters: s.Counters, Events: s.Events,
+		RegisteredBytes: s.RegisteredBytes, SRQLimitReached: s.SRQLimitReached}
+	var n uint64
+	for _, q := range s.QPs {
+		n += q.Completed + q.Received
+	}
+	if n > 0 && spec.Measure != MeasureLatency {
+		sum.CPUPerOpNs = float64(s.CPU.UserNs+s.CPU.SysNs) / float64(n)
+	}
+	return sum
 }
 
 // roundTripDelivery is what a UD latency requester's round trips came to.

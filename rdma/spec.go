@@ -187,10 +187,13 @@ type TestSpec struct {
 	// each, as a server with many clients does.
 	SRQ      bool `json:"srq,omitempty"`
 	SRQDepth int  `json:"srq_depth,omitempty"`
-	// Multicast is the group (an IPv4 or IPv6 multicast address) a UD
-	// send bandwidth test sends to: one sender, every receiver joined to
-	// the group through the CM. Empty: unicast.
-	Multicast string `json:"multicast,omitempty"`
+	// Multicast is the group (an IPv4 or IPv6 multicast address, or
+	// MulticastAuto) a UD send bandwidth test sends to: one sender, every
+	// receiver joined to the group through the CM. Empty: unicast.
+	// Receivers are more responders (HOST[:PORT] of rdmarun serve) that
+	// receive it besides the peer.
+	Multicast string   `json:"multicast,omitempty"`
+	Receivers []string `json:"receivers,omitempty"`
 	// CQModeration signals every Nth send WR and a run's last. Latency
 	// runs given by a duration, and read and atomic latency (whose
 	// completion is the round trip), signal every WR. The default is
@@ -572,12 +575,15 @@ func (s Test) checkCombination() error {
 // one way, each refusal naming the fix.
 func (s Test) checkMulticast() error {
 	if s.Multicast == "" {
+		if len(s.Receivers) > 0 {
+			return errors.New("receivers are the responders of a multicast test; add multicast: (a group, or auto), or drop receivers")
+		}
 		return nil
 	}
 	g, err := netip.ParseAddr(s.Multicast)
 	switch {
-	case err != nil || !g.IsMulticast():
-		return fmt.Errorf("multicast %q is not a multicast address; use a group such as 239.1.1.1 (IPv4 224.0.0.0/4) or ff15::1 (IPv6 ff00::/8)", s.Multicast)
+	case s.Multicast != MulticastAuto && (err != nil || !g.IsMulticast()):
+		return fmt.Errorf("multicast %q is not a multicast address; use a group such as 239.1.1.1 (IPv4 224.0.0.0/4) or ff15::1 (IPv6 ff00::/8), or auto", s.Multicast)
 	case s.QPType != UD:
 		return fmt.Errorf("multicast sends datagrams to a group, which only UD QPs can; add qp_type: ud (not %s)", s.QPType)
 	case s.Op != OpSend:

@@ -380,7 +380,7 @@ func (l *loader) parseCases(sc *Scenario, k, v *yaml.Node, defaults *caseDef) {
 			names[d.name] = d.nameNode
 		}
 		c, ok := l.merge(d, defaults)
-		if !ok {
+		if !ok || !l.checkMulticastTarget(sc, &c, &d) {
 			continue
 		}
 		total += c.runCount()
@@ -395,6 +395,29 @@ func (l *loader) parseCases(sc *Scenario, k, v *yaml.Node, defaults *caseDef) {
 		sc.Cases = append(sc.Cases, c)
 		sc.runs = append(sc.runs, runs...)
 	}
+}
+
+// checkMulticastTarget refuses a multicast case where the scenario cannot
+// run one: in a fleet (not built yet), or with receivers in loopback,
+// whose one receiver is peer_device in this process.
+func (l *loader) checkMulticastTarget(sc *Scenario, c *Case, d *caseDef) bool {
+	at := func(key string) *yaml.Node {
+		for i := 0; i+1 < len(d.node.Content); i += 2 {
+			if resolve(d.node.Content[i]).Value == key {
+				return d.node.Content[i]
+			}
+		}
+		return d.node
+	}
+	switch {
+	case c.Spec.Multicast != "" && sc.Fleet != nil:
+		l.errorf(at("multicast"), "multicast", "a fleet's multicast cases (one sender, every other host receiving) are not built yet; run it with peer: and receivers: instead of hosts:")
+		return false
+	case len(c.Spec.Receivers) > 0 && sc.IsLoopback():
+		l.errorf(at("receivers"), "receivers", "name remote responders; with peer: loopback the one receiver is peer_device, in this process; use peer: HOST to send to responders")
+		return false
+	}
+	return true
 }
 
 // merge folds the defaults into a case and checks its conditions against

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,6 +220,18 @@ var knobs = []knob{
 			}
 			return func(t *rdma.TestSpec) { t.QPType = q }, true
 		})},
+	{Knob{Name: "multicast", Type: "a multicast address, or auto", Default: "none (unicast)",
+		Help: "With qp_type: ud, op: send, measure: bandwidth and one QP: send to this multicast group (auto: a group in 239.255.0.0/16 drawn for each run), which the peer and every responder in receivers join through the CM; each receiver's count is reported."},
+		"write a multicast address such as 239.1.1.1, or auto", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
+			if g, err := netip.ParseAddr(s); s != rdma.MulticastAuto && (err != nil || !g.IsMulticast()) {
+				l.errorf(n, key, "%q is not a multicast address; %s", s, allowed)
+				return nil, false
+			}
+			return func(t *rdma.TestSpec) { t.Multicast = s }, true
+		})},
+	{Knob{Name: "receivers", Type: "list of HOST[:PORT]", Default: "none: the peer only",
+		Help: "With multicast: more rdmarun serve responders that join the group and receive, besides the peer (e.g. 10.0.0.3,10.0.0.4)."},
+		"write HOST[:PORT] of rdmarun serve, or a list such as [10.0.0.3, 10.0.0.4:18520]", readReceivers},
 	{Knob{Name: "connect", Type: "exchange or rdma_cm", Default: "exchange",
 		Help: "How the QPs connect: exchange (QPNs and GIDs over the control channel, as perftest) or rdma_cm (through the RDMA connection manager, as applications and perftest -R do)."},
 		"write exchange or rdma_cm", scalarKnob(func(l *loader, n *yaml.Node, key, s, allowed string) (func(*rdma.TestSpec), bool) {
@@ -298,6 +311,21 @@ func readCPUs(l *loader, v *yaml.Node, key, allowed string) (func(*rdma.TestSpec
 		cpus = append(cpus, n)
 	}
 	return func(t *rdma.TestSpec) { t.CPUs = slices.Clone(cpus) }, true
+}
+
+func readReceivers(l *loader, v *yaml.Node, key, allowed string) (func(*rdma.TestSpec), bool) {
+	its, ok := l.items(v, key, allowed)
+	if !ok {
+		return nil, false
+	}
+	var addrs []string
+	for _, it := range its {
+		if !l.checkAddress(it.n, key, it.s) {
+			return nil, false
+		}
+		addrs = append(addrs, it.s)
+	}
+	return func(t *rdma.TestSpec) { t.Receivers = slices.Clone(addrs) }, true
 }
 
 // Check reports whether value is one the knob accepts, with the error a

@@ -231,7 +231,7 @@ func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 	case "peer":
 		if s, ok := l.text(v, key, "write loopback or HOST[:PORT] of rdmarun serve"); ok {
 			if s != PeerLoopback {
-				l.checkAddress(v, s)
+				l.checkAddress(v, key, s)
 			}
 			sc.Peer = s
 		}
@@ -252,23 +252,30 @@ func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 	}
 }
 
-func (l *loader) checkAddress(v *yaml.Node, s string) {
-	const allowed = "write loopback or HOST[:PORT] of rdmarun serve, such as 10.0.0.2:18520"
+// checkAddress reports whether s, the value of key, is HOST[:PORT] of an
+// rdmarun serve, and says what is wrong with it if not.
+func (l *loader) checkAddress(v *yaml.Node, key, s string) bool {
+	allowed := "write HOST[:PORT] of rdmarun serve, such as 10.0.0.2:18520"
+	if key == "peer" {
+		allowed = "write loopback or HOST[:PORT] of rdmarun serve, such as 10.0.0.2:18520"
+	}
 	if strings.ContainsAny(s, " \t/") {
-		l.errorf(v, "peer", "%q is not an address; %s", s, allowed)
-		return
+		l.errorf(v, key, "%q is not an address; %s", s, allowed)
+		return false
 	}
 	if !strings.Contains(s, ":") || net.ParseIP(s) != nil {
-		return // a host name or an IP address, on the default port
+		return true // a host name or an IP address, on the default port
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil || host == "" {
-		l.errorf(v, "peer", "%q is not an address; %s", s, allowed)
-		return
+		l.errorf(v, key, "%q is not an address; %s", s, allowed)
+		return false
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		l.errorf(v, "peer", "port %q of %q is not a port number; %s", port, s, allowed)
+		l.errorf(v, key, "port %q of %q is not a port number; %s", port, s, allowed)
+		return false
 	}
+	return true
 }
 
 func (l *loader) parseTLS(v *yaml.Node) *ctrl.TLSConfig {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/rdmarun/rdmarun/peer"
@@ -42,6 +43,9 @@ type Loopback struct {
 
 // Run implements Target.
 func (l *Loopback) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error) {
+	if spec.Multicast != "" {
+		return l.runMulticast(ctx, spec.WithGroup())
+	}
 	sized := spec
 	sized.Size = max(spec.Size, l.MaxMessage)
 	a, b := rdma.PairConfig(sized,
@@ -61,6 +65,41 @@ func (l *Loopback) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error
 		l.pair, l.cfgA, l.cfgB, l.attrs, l.via = p, a, b, spec.QP, spec.Connect
 	}
 	return l.pair.Run(ctx, spec)
+}
+
+// runMulticast sends spec to its group from the local device, received
+// on the peer device, each endpoint made and joined for the run.
+func (l *Loopback) runMulticast(ctx context.Context, spec rdma.Test) (_ *rdma.Result, err error) {
+	group, err := netip.ParseAddr(spec.Multicast)
+	if err != nil {
+		return nil, err
+	}
+	endpoint := func(end Endpoint) (*rdma.Endpoint, error) {
+		return rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: end.Device, Port: end.Port, GIDIndex: end.GIDIndex}))
+	}
+	rx, err := endpoint(l.Peer)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, rx.Close()) }()
+	tx, err := endpoint(l.Local)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, tx.Close()) }()
+	// The receiver joins first, so the group has a member to hear the
+	// sender's first message.
+	if err := rx.JoinMulticast(group, false, spec.QP, cmStepTimeout); err != nil {
+		return nil, err
+	}
+	if err := tx.JoinMulticast(group, true, spec.QP, cmStepTimeout); err != nil {
+		return nil, err
+	}
+	res, err := rdma.RunMulticast(ctx, spec, tx, []*rdma.Endpoint{rx})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // connect makes the pair the way spec connects.
@@ -106,11 +145,15 @@ type Remote struct {
 
 // Run implements Target.
 func (r *Remote) Run(ctx context.Context, spec rdma.Test) (*rdma.Result, error) {
-	return peer.Run(ctx, peer.ClientConfig{
+	cfg := peer.ClientConfig{
 		Addr: r.Addr, Token: r.Token, TLS: r.TLS,
 		Device: r.Local.Device, Port: r.Local.Port, GIDIndex: r.Local.GIDIndex,
 		PeerDevice: r.PeerDevice, PeerGIDIndex: r.PeerGID,
-	}, spec)
+	}
+	if spec.Multicast != "" {
+		return peer.RunMulticast(ctx, cfg, append([]string{r.Addr}, spec.Receivers...), spec)
+	}
+	return peer.Run(ctx, cfg, spec)
 }
 
 // LinkGbps implements Target.

@@ -626,7 +626,7 @@ func (e *Env) addCategories(res *rdma.Result, sides []rdma.SideSummary) {
 		for i, side := range sides {
 			c := side.Counters.Categories
 			if !c.Reported(cat) {
-				why = append(why, fmt.Sprintf("not reported by the %s (%s): %s", report.SideRole(i), sideDevice(res, i, side), c.Why(cat)))
+				why = append(why, fmt.Sprintf("not reported by the %s (%s): %s", report.SideRole(res, i), sideDevice(res, i, side), c.Why(cat)))
 				continue
 			}
 			v := c.Values[cat]

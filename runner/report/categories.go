@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/rdmarun/rdmarun/rdma"
 	"io"
 	"slices"
 	"strings"
@@ -40,7 +41,7 @@ func runCategories(run Run) []sideCategories {
 	}
 	var out []sideCategories
 	for i, side := range run.Result.Sides {
-		s := sideCategories{Role: SideRole(i), Device: side.Device}
+		s := sideCategories{Role: SideRole(run.Result, i), Device: side.Device}
 		c := side.Counters.Categories
 		if c == nil {
 			s.Absent = c.Why(portstats.Retransmits)
@@ -62,9 +63,15 @@ func runCategories(run Run) []sideCategories {
 	return out
 }
 
-// SideRole names side i of rdma.Result.Sides, which lists the requester
-// first.
-func SideRole(i int) string {
+// SideRole names side i of res.Sides, which lists the requester first
+// (a multicast run: the sender, then its receivers).
+func SideRole(res *rdma.Result, i int) string {
+	switch {
+	case len(res.Receivers) > 0 && i == 0:
+		return "sender"
+	case len(res.Receivers) > 0:
+		return "receiver"
+	}
 	switch i {
 	case 0:
 		return "requester"

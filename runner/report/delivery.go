@@ -28,6 +28,10 @@ func deliveryText(w io.Writer, runs []Run, indent string) {
 			fmt.Fprintf(w, "%s  %s: %d round trips, %d answered, %d lost (%.2f%%), %d late (after loss_timeout %v)%s\n",
 				indent, label, d.Sent, d.Received, d.Lost, 100*d.LossRatio, d.Late, time.Duration(res.Spec.LossTimeout), silentText(d, res.Spec))
 		}
+		if len(res.Receivers) > 0 {
+			multicastText(w, run, indent)
+			continue
+		}
 		if b := res.Bandwidth; b != nil {
 			for _, dir := range b.Directions {
 				if d := dir.Delivery; d != nil {
@@ -36,6 +40,23 @@ func deliveryText(w io.Writer, runs []Run, indent string) {
 				}
 			}
 		}
+	}
+}
+
+// multicastText writes a multicast run's sending and, one line each,
+// what every receiver took from the group.
+func multicastText(w io.Writer, run Run, indent string) {
+	res := run.Result
+	dir := res.Bandwidth.Directions[0]
+	fmt.Fprintf(w, "%s  %s %s -> group %s: sent %d (%.4g Gb/s) to %d receivers; the worst lost %d (%.2f%%)\n",
+		indent, lineLabel(run), dir.From, res.Spec.Multicast, dir.Messages, dir.Gbps(), len(res.Receivers), dir.Delivery.Lost, 100*dir.Delivery.LossRatio)
+	for _, r := range res.Receivers {
+		who := r.Device
+		if r.Host != "" {
+			who = r.Host + " (" + r.Device + ")"
+		}
+		d := r.Delivery
+		fmt.Fprintf(w, "%s    %s: received %d (%.4g Gb/s), lost %d (%.2f%%)\n", indent, who, d.Received, d.ReceivedGbps(), d.Lost, 100*d.LossRatio)
 	}
 }
 

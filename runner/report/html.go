@@ -162,6 +162,7 @@ var pageTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"where":   checkWhere,
 	"sides":   runCategories,
 	"cmSetup": cmSetupRows,
+	"pct":     func(r float64) float64 { return 100 * r },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>rdmarun: {{.R.Scenario}}</title>
 <style>
@@ -195,7 +196,9 @@ svg.heatmap{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}.heatmap .val{font-si
 <td class="{{.Status}}">{{.Status}}</td><td style="text-align:left">{{range .Verdicts}}<div class="{{if .Passed}}passed{{else}}failed{{end}}">{{.Expr}}{{vals .}}</div>{{end}}{{if .Error}}<div class="error">{{.Error}}</div>{{end}}</td></tr>
 {{end}}</table>{{with cmSetup .Runs}}<table class="setup"><caption>Connection set-up through rdma_cm, per QP as the requester timed it, microseconds</caption><tr>{{range $.SetupHeader}}<th>{{.}}</th>{{end}}</tr>
 {{range .}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>{{end}}{{range .Runs}}{{$run := .}}{{with sides .}}
+{{end}}</table>{{end}}{{range .Runs}}{{with .Result}}{{if .Receivers}}<table class="setup"><caption>Multicast to {{.Spec.Multicast}}, {{size .Spec.Size}}: what each receiver took of {{(index .Bandwidth.Directions 0).Messages}} messages sent</caption><tr><th>receiver</th><th>device</th><th>received</th><th>lost</th><th>loss %</th><th>Gb/s received</th></tr>
+{{range .Receivers}}<tr><td style="text-align:left">{{if .Host}}{{.Host}}{{else}}-{{end}}</td><td>{{.Device}}</td><td>{{.Delivery.Received}}</td><td>{{.Delivery.Lost}}</td><td>{{printf "%.2f" (pct .Delivery.LossRatio)}}</td><td>{{printf "%.4f" .Delivery.ReceivedGbps}}</td></tr>
+{{end}}</table>{{end}}{{end}}{{end}}{{range .Runs}}{{$run := .}}{{with sides .}}
 <div class="counters"><h3>Counters, {{with $run.Pair}}{{pair .}} {{end}}{{$run.Label}}</h3>
 {{range .}}<table class="categories"><caption>{{.Role}} {{.Device}}</caption>{{with .Absent}}<tr><td class="skipped">{{.}}</td></tr>{{end}}{{range .Rows}}<tr><th>{{.Name}}</th>{{if .Why}}<td class="skipped">not reported: {{.Why}}</td>{{else}}<td>{{.Value}}</td>{{end}}</tr>{{end}}</table>
 {{end}}</div>{{end}}{{end}}</section>
