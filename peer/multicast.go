@@ -73,7 +73,8 @@ func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rd
 	if localErr != nil {
 		return nil, localErr
 	}
-	var hosts, devices []string
+	var hosts []string
+	var infos []rdma.EndpointInfo
 	var got []*rdma.SideResult
 	for _, s := range ss {
 		rctx, cancel := context.WithTimeout(ctx, step+spec.StallLimit())
@@ -89,10 +90,10 @@ func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rd
 			return nil, fmt.Errorf("multicast receiver %s: %w", s.addr, s.wrap(StageResult, errors.New("no result and no error")))
 		}
 		s.bye(ctx)
-		hosts, devices, got = append(hosts, s.addr), append(devices, s.peer.Device), append(got, theirs.Side)
+		hosts, infos, got = append(hosts, s.addr), append(infos, s.peer), append(got, theirs.Side)
 	}
 	spec.QP = ep.Attrs()
-	res := rdma.AssembleMulticast(spec, ep.Info(), sent, devices, got)
+	res := rdma.AssembleMulticast(spec, ep.Info(), sent, infos, got)
 	for i := range res.Receivers {
 		res.Receivers[i].Host = hosts[i]
 	}

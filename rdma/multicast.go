@@ -75,11 +75,11 @@ func RunMulticast(ctx context.Context, spec Test, sender *Endpoint, receivers []
 	sent, txErr := tx.Result()
 	errs := []error{txErr}
 	var got []*SideResult
-	var devices []string
+	var infos []EndpointInfo
 	for i, s := range rx {
 		r, err := s.Result()
 		errs = append(errs, err)
-		got, devices = append(got, r), append(devices, receivers[i].Info().Device)
+		got, infos = append(got, r), append(infos, receivers[i].Info())
 	}
 	if err := FirstError(errs...); err != nil {
 		if ctx.Err() != nil {
@@ -87,12 +87,13 @@ func RunMulticast(ctx context.Context, spec Test, sender *Endpoint, receivers []
 		}
 		return nil, err
 	}
-	return AssembleMulticast(spec, sender.Info(), sent, devices, got), nil
+	spec.QP = sender.Attrs()
+	return AssembleMulticast(spec, sender.Info(), sent, infos, got), nil
 }
 
 // AssembleMulticast puts a multicast run together: the sender's share
-// and each receiver's, receivers[i] being the device of got[i].
-func AssembleMulticast(spec Test, sender EndpointInfo, sent *SideResult, receivers []string, got []*SideResult) *Result {
+// and each receiver's, receivers[i] being the endpoint of got[i].
+func AssembleMulticast(spec Test, sender EndpointInfo, sent *SideResult, receivers []EndpointInfo, got []*SideResult) *Result {
 	var q QPCounts
 	if len(sent.QPs) > 0 {
 		q = sent.QPs[0]
@@ -101,7 +102,7 @@ func AssembleMulticast(spec Test, sender EndpointInfo, sent *SideResult, receive
 	res := &Result{Spec: spec, Requester: sender, Elapsed: time.Duration(q.LastComp - q.FirstPost)}
 	res.Sides = append(res.Sides, summary(spec, sent))
 	for i, r := range got {
-		rx := MulticastReceiver{Device: receivers[i], Delivery: *messageDelivery(q.Completed, r, spec.Size)}
+		rx := MulticastReceiver{Device: receivers[i].Device, Delivery: *messageDelivery(q.Completed, r, spec.Size)}
 		if d.Delivery == nil || rx.Delivery.Lost > d.Delivery.Lost {
 			worst := rx.Delivery
 			d.Delivery = &worst
@@ -110,7 +111,7 @@ func AssembleMulticast(spec Test, sender EndpointInfo, sent *SideResult, receive
 		res.Sides = append(res.Sides, summary(spec, r))
 	}
 	if len(got) > 0 {
-		res.Responder = EndpointInfo{Device: receivers[0]}
+		res.Responder = receivers[0]
 	}
 	res.Bandwidth = &BandwidthStats{Directions: []Direction{d}, PerQP: [][]Direction{{d}}}
 	return res

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +202,16 @@ func TestBenchRemote(t *testing.T) {
 	}
 	if rep.StopReason != report.StopEnvironment || rep.Summary.Errors != 1 {
 		t.Errorf("stop reason %q, summary %+v", rep.StopReason, rep.Summary)
+	}
+}
+
+// TestBenchMulticastLoopback: bench --multicast auto in this process,
+// rxe1 sending to a group that rxe0 joined; the one receiver's count is
+// printed and a loss threshold passes on the clean veth pair.
+func TestBenchMulticastLoopback(t *testing.T) {
+	code, out := bench(t, "--op", "send", "--measure", "bandwidth", "--qp-type", "ud", "--sizes", "1KiB", "--multicast", "auto", "--pass", "loss_ratio < 0.01")
+	t.Logf("\n%s", out)
+	if code != 0 || !strings.Contains(out, "-> group 239.255.") || !strings.Contains(out, "rxe0: received 200 (") {
+		t.Errorf("exit %d; want 0 and rxe0 receiving all 200 messages from a 239.255.0.0/16 group", code)
 	}
 }

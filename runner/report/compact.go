@@ -125,7 +125,11 @@ func describeTest(w io.Writer, res *rdma.Result, runs []Run) {
 	fmt.Fprintf(w, "%s %s, %s port %d (GID %d, %s) -> %s port %d (GID %d), %s, path MTU %d B, %s, %d QP(s) on %d thread(s) per side\n",
 		s.Op, measure, rq.Device, rq.Port, rq.GIDIndex, rq.GIDType,
 		rs.Device, rs.Port, rs.GIDIndex, strings.ToUpper(s.QPType.String()), q.MTU, s.Mode, s.QPs, s.Threads)
-	fmt.Fprintf(w, "QP: timeout %d, retry_cnt %d, rnr_retry %d; inline up to %d B; connected by %s.\n", q.Timeout, q.RetryCnt, q.RNRRetry, s.Inline, s.Connect)
+	how := "connected by " + s.Connect.String()
+	if s.Multicast != "" {
+		how = "joined to group " + s.Multicast + " through the CM"
+	}
+	fmt.Fprintf(w, "QP: timeout %d, retry_cnt %d, rnr_retry %d; inline up to %d B; %s.\n", q.Timeout, q.RetryCnt, q.RNRRetry, s.Inline, how)
 }
 
 func latencyTable(w io.Writer, runs []Run, leadHdr string, lead func(Run) string) error {
