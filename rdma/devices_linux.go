@@ -126,6 +126,26 @@ func findDevice(name string) (*Device, error) {
 	return &d, nil
 }
 
+// QueryLimits reads device's limits (ibv_query_device), so that a
+// scenario above them is refused before its first run.
+func QueryLimits(device string) (DeviceLimits, error) {
+	ctx, err := openContext(device)
+	if err != nil {
+		return DeviceLimits{}, err
+	}
+	defer C.ibv_close_device(ctx)
+	var attr C.struct_ibv_device_attr
+	if rc := C.ibv_query_device(ctx, &attr); rc != 0 {
+		return DeviceLimits{}, rcErr("ibv_query_device", device, rc)
+	}
+	return limitsOf(&attr), nil
+}
+
+func limitsOf(attr *C.struct_ibv_device_attr) DeviceLimits {
+	return DeviceLimits{MaxQP: int(attr.max_qp), MaxCQ: int(attr.max_cq), MaxCQE: int(attr.max_cqe), MaxQPWR: int(attr.max_qp_wr),
+		MaxSRQ: int(attr.max_srq), MaxSRQWR: int(attr.max_srq_wr)}
+}
+
 func openContext(name string) (*C.struct_ibv_context, error) {
 	var n C.int
 	list, err := C.ibv_get_device_list(&n)

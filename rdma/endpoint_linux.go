@@ -165,8 +165,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 		return nil, rcErr("ibv_query_device", cfg.Device, rc)
 	}
 	e.atomics = attr.atomic_cap != C.IBV_ATOMIC_NONE
-	limits := DeviceLimits{MaxQP: int(attr.max_qp), MaxCQ: int(attr.max_cq), MaxCQE: int(attr.max_cqe), MaxQPWR: int(attr.max_qp_wr),
-		MaxSRQ: int(attr.max_srq), MaxSRQWR: int(attr.max_srq_wr)}
+	limits := limitsOf(&attr)
 	extraCQs := 0
 	if attr.vendor_id == C.RR_SIW_VENDOR_ID && e.ctx.device.transport_type == C.IBV_TRANSPORT_IWARP {
 		extraCQs = 1 // siw.c's plug

@@ -45,6 +45,12 @@ func (l DeviceLimits) fits(device string, c EndpointConfig, extraCQs int) error 
 	return nil
 }
 
+// Refuses is fits for a caller that has no endpoint yet: the limit of
+// device that a test's endpoint config c would pass, or nil.
+func (l DeviceLimits) Refuses(device string, c EndpointConfig) error {
+	return l.fits(device, c, 0)
+}
+
 // cqSlack is the room each QP's CQ has beyond its two queues' depths.
 const cqSlack = 16
 

@@ -138,3 +138,6 @@ func (*Endpoint) JoinMulticast(netip.Addr, bool, QPAttrs, time.Duration) error {
 
 // MulticastPeer needs libibverbs; this build has none.
 func (*Endpoint) MulticastPeer() EndpointInfo { return EndpointInfo{} }
+
+// QueryLimits needs libibverbs; this build has none.
+func QueryLimits(string) (DeviceLimits, error) { return DeviceLimits{}, ErrNotSupported }

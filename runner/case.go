@@ -25,6 +25,7 @@ type caseDef struct {
 	measures    []rdma.Measure
 	sizes       []int
 	qps         []int
+	qpsNode     *yaml.Node
 	modes       []rdma.Mode
 	// knobs set engine settings, in file order; the defaults' run first.
 	knobs       []func(*rdma.TestSpec)
@@ -96,7 +97,7 @@ func (l *loader) parseCase(n *yaml.Node, isDefaults bool) (d caseDef) {
 		case "sizes":
 			d.sizes = l.sizes(v)
 		case "qps":
-			d.qps = l.qpsList(v)
+			d.qps, d.qpsNode = l.qpsList(v), resolve(v)
 		case "mode":
 			d.modes = l.modes(v)
 		case "pass":
@@ -423,7 +424,13 @@ func (l *loader) checkMulticastTarget(sc *Scenario, c *Case, d *caseDef) bool {
 // merge folds the defaults into a case and checks its conditions against
 // what it measures.
 func (l *loader) merge(d caseDef, defaults *caseDef) (Case, bool) {
-	c := Case{Name: d.name, Description: d.description, Line: d.node.Line, Pass: d.pass}
+	c := Case{Name: d.name, Description: d.description, Line: d.node.Line, Pass: d.pass, QPsLine: d.node.Line, QPsColumn: d.node.Column}
+	for _, n := range []*yaml.Node{d.qpsNode, defaults.qpsNode} {
+		if n != nil {
+			c.QPsLine, c.QPsColumn = n.Line, n.Column
+			break
+		}
+	}
 	ok := true
 	switch {
 	case d.op != nil:

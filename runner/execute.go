@@ -34,6 +34,9 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 	if len(runs) == 0 {
 		return nil, ErrNoRuns
 	}
+	if err := checkDeviceLimits(sc, target); err != nil {
+		return nil, err
+	}
 	rep := &report.Report{
 		Schema: report.Schema, Tool: opt.Tool, Scenario: sc.Name, File: opt.File,
 		Peer: target.Describe(), Started: time.Now(),

@@ -49,6 +49,9 @@ type Case struct {
 	Name        string
 	Description string
 	Line        int // where the case starts in the file
+	// QPsLine and QPsColumn are where its qps were given (in the case
+	// or in defaults:), or where the case starts.
+	QPsLine, QPsColumn int
 
 	Op       rdma.Op
 	Measures []rdma.Measure // latency, bandwidth, or both in that order

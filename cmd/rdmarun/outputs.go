@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -103,6 +104,10 @@ func executeOne(ctx context.Context, sc *runner.Scenario, name string, at *where
 	}
 	rep, err = runner.Execute(ctx, sc, target, opt)
 	target.Close()
+	var placed runner.ErrorList // names the file and the place already
+	if errors.As(err, &placed) {
+		return nil, &exitError{exitInvalid, err}
+	}
 	if err != nil {
 		return nil, &exitError{exitInvalid, fmt.Errorf("%s: %w", name, err)}
 	}
