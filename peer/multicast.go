@@ -66,7 +66,11 @@ func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rd
 		}
 	}
 	side.Start()
-	if err := relayAll(ctx, ss, side, step, spec.StallLimit()); err != nil {
+	conns, names := make([]*ctrl.Conn, len(ss)), make([]string, len(ss))
+	for i, s := range ss {
+		conns[i], names[i] = s.c, s.addr
+	}
+	if err := relayAll(ctx, conns, names, side, step, spec.StallLimit()); err != nil {
 		return nil, rdma.FirstError(sideErr(side), err)
 	}
 	sent, localErr := side.Result()
@@ -98,75 +102,4 @@ func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rd
 		res.Receivers[i].Host = hosts[i]
 	}
 	return res, nil
-}
-
-// relayAll is relay for one sender and many receivers: every receiver is
-// told when the sender is done, and a receiver's broken channel stops the
-// sender. It returns once the sender has finished and every receiver's
-// Done has arrived (each sends it when its side ends, after its drain),
-// or a receiver took longer than a step and the drain after the sender's
-// end.
-func relayAll(ctx context.Context, ss []*Session, side *rdma.SideRun, step, drain time.Duration) error {
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type news struct {
-		from int
-		m    incoming
-	}
-	all := make(chan news, len(ss))
-	for i, s := range ss {
-		one := readOne(rctx, s.c)
-		go func() { all <- news{i, <-one} }()
-	}
-	own, end := side.SendersFinished(), side.Exited()
-	told, done := false, 0
-	var linkErr error
-	var giveUp <-chan time.Time
-	fail := func(err error) {
-		side.Stop()
-		if linkErr == nil {
-			linkErr = err
-		}
-	}
-	tell := func() {
-		if told {
-			return
-		}
-		told = true
-		for _, s := range ss {
-			sctx, scancel := context.WithTimeout(ctx, step)
-			if err := s.c.Send(sctx, ctrl.KindDone, nil); err != nil {
-				fail(fmt.Errorf("control channel to %s: %w", s.addr, err))
-			}
-			scancel()
-		}
-	}
-	for end != nil || done < len(ss) {
-		select {
-		case n := <-all:
-			done++
-			switch {
-			case n.m.err != nil:
-				fail(fmt.Errorf("control channel to %s: %w", ss[n.from].addr, n.m.err))
-			case n.m.kind != ctrl.KindDone:
-				fail(fmt.Errorf("control channel to %s: %s while the test ran, want done", ss[n.from].addr, n.m.kind))
-			}
-		case <-own:
-			tell()
-			own = nil
-		case <-end:
-			tell()
-			end, own = nil, nil
-			giveUp = time.After(step + drain)
-			if side.Failed() {
-				giveUp = time.After(step)
-			}
-		case <-giveUp:
-			return errors.New("control channel: a multicast receiver did not finish its side in time")
-		case <-ctx.Done():
-			side.Stop()
-			return ctx.Err()
-		}
-	}
-	return linkErr
 }

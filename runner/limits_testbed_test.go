@@ -6,8 +6,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/rdmarun/rdmarun/rdma"
 )
 
 // TestDeviceLimitsBeforeRuns: a scenario whose second case asks rxe for
@@ -28,12 +26,7 @@ func TestDeviceLimitsBeforeRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := &Loopback{
-		Local: Endpoint{Device: "rxe1", Port: 1, GIDIndex: rdma.AutoGIDIndex},
-		Peer:  Endpoint{Device: "rxe0", Port: 1, GIDIndex: rdma.AutoGIDIndex},
-	}
-	defer target.Close()
-	rep, err := Execute(context.Background(), sc, target, Options{Tool: "rdmarun test", File: "limits.yaml"})
+	rep, err := Execute(context.Background(), sc, vmLoopback(t), Options{Tool: "rdmarun test", File: "limits.yaml"})
 	want := `limits.yaml:6:10: case "deep" (qps 1): rdma: a QP's completion queue needs 32784 entries (tx_depth 16384 + rx_depth 16384 + 16), and rxe1 allows at most 32767 (max_cqe, ibv_devinfo -v)`
 	if err == nil || !strings.Contains(err.Error(), want) || rep != nil {
 		t.Fatalf("Execute = %v, %v; want no report and\n%s", rep, err, want)

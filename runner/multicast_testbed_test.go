@@ -3,15 +3,12 @@
 package runner
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/rdma/rdmatest"
 	"github.com/rdmarun/rdmarun/runner/report"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // TestFleetVMMulticast runs scenarios/multicast.yaml from h0 (rxe0) on
@@ -34,15 +31,7 @@ func TestFleetVMMulticast(t *testing.T) {
 				t.Fatal(err)
 			}
 			target := &Remote{Addr: sc.Peer, Local: Endpoint{Device: "rxe0", Port: 1, GIDIndex: rdma.AutoGIDIndex}, Token: fleetToken}
-			rep, err := Execute(context.Background(), sc, target, Options{Tool: "rdmarun test", File: "scenarios/multicast.yaml"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var text bytes.Buffer
-			if err := report.Text(&text, rep); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("\n%s", text.String())
+			rep, text := executeLogged(t, sc, target, "scenarios/multicast.yaml", report.Text)
 			run := rep.Runs[0]
 			if run.Result == nil || len(run.Result.Receivers) != 3 {
 				t.Fatalf("run %s: %s; want a result with 3 receivers", run.Status, run.Error)
@@ -57,24 +46,14 @@ func TestFleetVMMulticast(t *testing.T) {
 				case cut && d.Received != 0, !cut && d.Received == 0:
 					t.Errorf("receiver %s: received %d (cut off: %v)", r.Host, d.Received, cut)
 				}
-				if !strings.Contains(text.String(), want+" (rxe") {
+				if !strings.Contains(text, want+" (rxe") {
 					t.Errorf("the text report does not list receiver %s", want)
 				}
 			}
 			if want := map[bool]report.Status{false: report.Passed, true: report.Failed}[tc.cut]; run.Status != want {
 				t.Errorf("status %s, want %s (loss_ratio of the worst receiver: %.3f)", run.Status, want, run.Result.Bandwidth.Directions[0].Delivery.LossRatio)
 			}
-			var js bytes.Buffer
-			if err := report.JSON(&js, rep); err != nil {
-				t.Fatal(err)
-			}
-			inst, err := jsonschema.UnmarshalJSON(&js)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := readSchema(t).Validate(inst); err != nil {
-				t.Errorf("the JSON report does not match report/schema.json:\n%v", err)
-			}
+			checkSchema(t, rep)
 		})
 	}
 }

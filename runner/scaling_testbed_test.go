@@ -4,11 +4,9 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 
-	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
 )
 
@@ -22,23 +20,8 @@ func TestQPScalingScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := &Loopback{
-		Local: Endpoint{Device: "rxe1", Port: 1, GIDIndex: rdma.AutoGIDIndex},
-		Peer:  Endpoint{Device: "rxe0", Port: 1, GIDIndex: rdma.AutoGIDIndex},
-	}
-	defer target.Close()
-	rep, err := Execute(context.Background(), sc, target, Options{Tool: "rdmarun test", File: "scenarios/qp-scaling.yaml"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text bytes.Buffer
-	if err := report.Compact(&text, rep); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", text.String())
-	if rep.Summary.Passed != len(sc.Runs()) || ExitStatus(rep) != 0 {
-		t.Errorf("summary %+v, exit %d", rep.Summary, ExitStatus(rep))
-	}
+	rep, _ := executeLogged(t, sc, vmLoopback(t), "scenarios/qp-scaling.yaml", report.Compact)
+	checkAllPassed(t, sc, rep)
 	registered := map[string]int64{} // case at 1,024 QPs: both sides' bytes
 	for _, r := range rep.Runs {
 		if r.Result == nil || r.Spec.QPs != 1024 {

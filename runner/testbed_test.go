@@ -43,18 +43,8 @@ func TestRoCESweepEndToEnd(t *testing.T) {
 	if target.LinkGbps() <= 0 {
 		t.Fatal("no link rate for rxe1")
 	}
-	rep, err := Execute(context.Background(), sc, target, Options{Tool: "rdmarun test", File: "scenarios/roce-sweep.yaml"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text bytes.Buffer
-	if err := report.Text(&text, rep); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", text.String())
-	if rep.Summary.Passed != len(sc.Runs()) || ExitStatus(rep) != 0 {
-		t.Errorf("summary %+v, exit %d", rep.Summary, ExitStatus(rep))
-	}
+	rep, _ := executeLogged(t, sc, target, "scenarios/roce-sweep.yaml", report.Text)
+	checkAllPassed(t, sc, rep)
 	for _, r := range rep.Runs {
 		if len(r.Verdicts) == 0 || r.Result == nil {
 			t.Errorf("run %d (%s %s) has no verdict or no result", r.Index, r.Case, r.Label())
@@ -126,12 +116,7 @@ cases:
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := &Loopback{
-		Local: Endpoint{Device: "rxe1", Port: 1, GIDIndex: rdma.AutoGIDIndex},
-		Peer:  Endpoint{Device: "rxe0", Port: 1, GIDIndex: rdma.AutoGIDIndex},
-	}
-	defer target.Close()
-	rep, err := Execute(context.Background(), sc, target, Options{Tool: "rdmarun test"})
+	rep, err := Execute(context.Background(), sc, vmLoopback(t), Options{Tool: "rdmarun test"})
 	if err != nil {
 		t.Fatal(err)
 	}
