@@ -230,3 +230,24 @@ func TestNetdevDriverFallback(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotAfter: a port reads its hw_counters lifespan, and a
+// snapshot after t is not taken before t plus that lifespan and a
+// jiffy, which is when the kernel can no longer answer with a reading
+// from before t; a port without hw_counters does not wait.
+func TestSnapshotAfter(t *testing.T) {
+	rxe := NewPort("testdata/before", "rxe0", 1)
+	if rxe.lifespan != 10*time.Millisecond {
+		t.Fatalf("lifespan %v, want the fixture's 10ms", rxe.lifespan)
+	}
+	start := time.Now()
+	if _, err := rxe.SnapshotAfter(start); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < rxe.lifespan+jiffyMargin {
+		t.Errorf("the snapshot came %v after t, before the lifespan and a jiffy (%v)", took, rxe.lifespan+jiffyMargin)
+	}
+	if none := NewPort(t.TempDir(), "rxe9", 1); none.lifespan != 0 {
+		t.Errorf("a port without hw_counters has lifespan %v, want 0 (no wait)", none.lifespan)
+	}
+}

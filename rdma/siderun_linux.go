@@ -15,6 +15,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rdmarun/rdmarun/portstats"
 	"golang.org/x/sys/unix"
@@ -41,6 +42,9 @@ type SideRun struct {
 	// for, and exited would never close.
 	started atomic.Bool
 	rc      C.int
+	// endedAt is when the workers were seen done; the after-snapshot of
+	// the counters must not be a reading from before it.
+	endedAt time.Time
 	ended   sync.Once
 	// hist is the latency histogram's non-empty buckets, taken out of
 	// the endpoint's buffers once the workers are done.
@@ -151,6 +155,7 @@ func (s *SideRun) Start() {
 			panic(fmt.Sprintf("rdma: the runner's done eventfd: %v", err))
 		}
 		s.rc = s.c.r.done_rc
+		s.endedAt = time.Now()
 		close(s.exited)
 	}()
 }
@@ -243,7 +248,7 @@ func (s *SideRun) Result() (*SideResult, error) {
 			}
 		}
 		if !s.e.cfg.SkipPortCounters {
-			s.after, _ = s.e.counters.Snapshot()
+			s.after, _ = s.e.counters.SnapshotAfter(s.endedAt)
 		}
 		// What the workers leave posted stays posted for the next run.
 		for i, q := range s.qio {
