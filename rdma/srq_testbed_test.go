@@ -44,26 +44,37 @@ func TestSRQMemory(t *testing.T) {
 	}
 }
 
-// TestSRQStarved: a shared receive queue of 2 receives for 16 QPs that
-// each have 64 sends in flight runs dry again and again. The run still
-// completes (rnr_retry 7 retries for ever, as perftest does), and the
-// starvation is reported by name: the queue's limit event on the
-// receiving side and the RNR NAKs in both sides' port counters.
+// TestSRQStarved: a shared receive queue of one receive for 16 QPs that
+// each have 64 sends in flight runs low, and the starvation is reported
+// by name: the queue's limit event on the receiving side in every run,
+// and the RNR NAKs in both sides' port counters. The run still completes
+// (rnr_retry 7 retries for ever, as perftest does).
 // (Before srq_refill, receives taken while arming the CQs in event mode
 // were never given back, and this run stalled for a minute with the
 // queue empty; busy-poll passed.)
+//
+// Whether the queue is empty when a send arrives is a race with the
+// receiver's refill: under emulation the receiver often keeps up, and
+// measured over 40 runs each, one run in 40 had no RNR NAK at all with
+// srq_depth 1 and 64 B sends (4 in 40 with srq_depth 2, 1 in 20 with
+// srq_depth 2 and 4 KiB). So up to starvedRuns runs are made, and the
+// NAKs must show in one of them.
 func TestSRQStarved(t *testing.T) {
 	testbedDevices(t)
-	r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Mode: rdma.ModeEvent, Size: 4096, QPs: 16, TxDepth: 64, CQModeration: 16, Iterations: 200, SRQ: true, SRQDepth: 2})
-	resp := r.Sides[1]
-	sent, got := resp.Counters.HWCounters["send_rnr_err"], r.Sides[0].Counters.HWCounters["rcvd_rnr_err"]
-	t.Logf("%.4f Gb/s; limit reached %d times; RNR NAKs sent %d, received %d", r.Bandwidth.Directions[0].Gbps(), resp.SRQLimitReached, sent, got)
-	if resp.SRQLimitReached == 0 {
-		t.Error("the starved queue raised no limit event")
+	const starvedRuns = 4
+	for i := 1; i <= starvedRuns; i++ {
+		r := run(t, "rxe1", "rxe0", rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureBandwidth, Mode: rdma.ModeEvent, Size: 64, QPs: 16, TxDepth: 64, CQModeration: 16, Iterations: 200, SRQ: true, SRQDepth: 1})
+		resp := r.Sides[1]
+		sent, got := resp.Counters.HWCounters["send_rnr_err"], r.Sides[0].Counters.HWCounters["rcvd_rnr_err"]
+		t.Logf("run %d: %.4f Gb/s; limit reached %d times; RNR NAKs sent %d, received %d", i, r.Bandwidth.Directions[0].Gbps(), resp.SRQLimitReached, sent, got)
+		if resp.SRQLimitReached == 0 {
+			t.Fatalf("run %d: the starved queue raised no limit event", i)
+		}
+		if sent > 0 && got > 0 {
+			return
+		}
 	}
-	if sent == 0 || got == 0 {
-		t.Errorf("RNR NAKs sent %d, received %d, want both above 0 for a starved queue", sent, got)
-	}
+	t.Errorf("no RNR NAK sent and received in %d runs with one shared receive for 16 QPs", starvedRuns)
 }
 
 // TestSRQThousandQPs: 1,024 QPs over one shared receive queue of 4,096
