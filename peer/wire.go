@@ -139,10 +139,9 @@ type relayResultMsg struct {
 	Result *rdma.Result  `json:"result,omitempty"`
 	Error  *relayFailure `json:"error,omitempty"`
 	// Samples (value, count: one pair per non-empty histogram bucket)
-	// and Buckets carry the latency samples a Result keeps out of its
-	// JSON, so a relayed result plots and exports like a local one.
-	Samples [][2]int64    `json:"samples,omitempty"`
-	Buckets []rdma.Bucket `json:"buckets,omitempty"`
+	// carry the HDR histogram a Result keeps out of its JSON, so a
+	// relayed result plots and exports like a local one.
+	Samples [][2]int64 `json:"samples,omitempty"`
 }
 
 // The geometry of rdma's latency histograms (LatencyStats: 1 ns to 60 s,
@@ -167,7 +166,6 @@ func relayResultOf(res *rdma.Result) (relayResultMsg, error) {
 				m.Samples = append(m.Samples, [2]int64{b.From, b.Count})
 			}
 		}
-		m.Buckets = l.Buckets
 	}
 	return m, nil
 }
@@ -191,7 +189,7 @@ func (m relayResultMsg) result() (*rdma.Result, error) {
 		if h.TotalCount() != int64(l.RTT.Count) {
 			return nil, fmt.Errorf("the latency histogram holds %d samples, the summary %d", h.TotalCount(), l.RTT.Count)
 		}
-		l.Histogram, l.Buckets = h, m.Buckets
+		l.Histogram = h
 	}
 	return res, nil
 }

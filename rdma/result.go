@@ -1,6 +1,8 @@
 package rdma
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"math/bits"
 	"time"
@@ -43,8 +45,9 @@ type LatencyStats struct {
 	Histogram *hdrhistogram.Histogram `json:"-"`
 	// Buckets lists the samples compactly, only the non-empty 0.1%-wide
 	// buckets in rising order: what an exporter feeds its histograms with,
-	// without walking the HDR histogram's whole range per probe.
-	Buckets []Bucket `json:"-"`
+	// without walking the HDR histogram's whole range per probe, and what
+	// rdmarun compare resamples (a report keeps them for that).
+	Buckets []Bucket `json:"buckets,omitempty"`
 	// Delivery is a UD run's round trips: begun, answered, lost.
 	Delivery *Delivery `json:"delivery,omitempty"`
 }
@@ -54,6 +57,26 @@ type LatencyStats struct {
 type Bucket struct {
 	Ns    int64
 	Count uint64
+}
+
+// MarshalJSON writes [ns, count]: a run has up to a few hundred buckets,
+// and a report holds every run's.
+func (b Bucket) MarshalJSON() ([]byte, error) {
+	return fmt.Appendf(nil, "[%d,%d]", b.Ns, b.Count), nil
+}
+
+// UnmarshalJSON reads [ns, count], refusing what no run could record: a
+// value outside the histogram's range, or a bucket counted zero times.
+func (b *Bucket) UnmarshalJSON(p []byte) error {
+	var pair []int64
+	if err := json.Unmarshal(p, &pair); err != nil || len(pair) != 2 {
+		return fmt.Errorf("latency bucket %s: want [ns, count]", p)
+	}
+	if pair[0] < 0 || pair[0] > histMax || pair[1] <= 0 {
+		return fmt.Errorf("latency bucket [%d, %d]: want 0 <= ns <= %d and count > 0", pair[0], pair[1], int64(histMax))
+	}
+	b.Ns, b.Count = pair[0], uint64(pair[1])
+	return nil
 }
 
 // Direction is the traffic one way across the pair.

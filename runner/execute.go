@@ -43,7 +43,7 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 	}
 	link := target.LinkGbps()
 	for i, r := range runs {
-		out := report.Run{Case: r.Case, Index: r.Index, Spec: r.Spec}
+		out := report.Run{Case: r.Case, Index: r.Index, Repeat: r.Repeat, Spec: r.Spec}
 		if rep.StopReason != "" {
 			out.Status = report.Skipped
 			rep.Runs = append(rep.Runs, out)

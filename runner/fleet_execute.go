@@ -289,7 +289,7 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 	var envErr, aborted string
 	envHost := -1
 	for _, r := range c.runs {
-		res := pairResult{run: report.Run{Case: r.Case, Index: r.Index, Spec: r.Spec, Pair: where}, setupHost: -1}
+		res := pairResult{run: report.Run{Case: r.Case, Index: r.Index, Repeat: r.Repeat, Spec: r.Spec, Pair: where}, setupHost: -1}
 		run := &res.run
 		switch {
 		case ctx.Err() != nil:

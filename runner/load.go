@@ -152,6 +152,7 @@ func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
 		File:     l.file,
 		Device:   "auto",
 		Port:     1,
+		Repeat:   1,
 		GIDIndex: rdma.AutoGIDIndex,
 		Peer:     PeerLoopback,
 	}
@@ -182,7 +183,33 @@ func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
 		return sc
 	}
 	l.parseCases(sc, p.k, p.v, &defaults)
+	if p, ok := pairs["repeat"]; ok {
+		l.repeatRuns(sc, p.k)
+	}
 	return sc
+}
+
+// repeatRuns makes the expansion sc.Repeat passes, one after another, so
+// a case's repeats are interleaved with the other cases' runs: a drift
+// over time (a neighbour's job, a warming NIC) spreads over every case
+// rather than landing on the last one, and rdmarun compare measures the
+// spread between runs instead of assuming it.
+func (l *loader) repeatRuns(sc *Scenario, at *yaml.Node) {
+	if sc.Repeat <= 1 {
+		return
+	}
+	if len(sc.runs)*sc.Repeat > maxRuns {
+		l.errorf(at, "repeat", "%d passes of %d runs are more than %d runs; repeat fewer times, or sweep fewer sizes, QP counts or modes", sc.Repeat, len(sc.runs), maxRuns)
+		return
+	}
+	pass := sc.runs
+	sc.runs = make([]Run, 0, len(pass)*sc.Repeat)
+	for r := 1; r <= sc.Repeat; r++ {
+		for _, run := range pass {
+			run.Index, run.Repeat = len(sc.runs), r
+			sc.runs = append(sc.runs, run)
+		}
+	}
 }
 
 func (l *loader) syntaxError(err error) {
@@ -196,7 +223,7 @@ func (l *loader) syntaxError(err error) {
 	l.errs = append(l.errs, &Error{File: l.file, Msg: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 }
 
-var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"vars", "defaults", "cases"})
+var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"repeat", "vars", "defaults", "cases"})
 
 func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 	switch key {
@@ -245,6 +272,10 @@ func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 		}
 	case "tls":
 		sc.TLS = l.parseTLS(v)
+	case "repeat":
+		if n, ok := l.int(v, key, 1, maxRuns, fmt.Sprintf("write how many times to run every case, 1 to %d", maxRuns)); ok {
+			sc.Repeat = n
+		}
 	default:
 		if slices.Contains(fleetKeys, key) {
 			l.parseFleetKey(key, k, v)

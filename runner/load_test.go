@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,6 +216,9 @@ func TestParseRules(t *testing.T) {
 		{name: "measure both", doc: "cases:\n  - {name: c, op: send, measure: both, sizes: [2, 4]}\n", sizes: []int{2, 4}, runs: 4},
 		{name: "defaults give op and measure", doc: "defaults: {op: read, measure: latency}\ncases:\n  - name: c\n", sizes: []int{0}, runs: 1},
 		{name: "variable inside text", doc: "vars: {n: 5}\n" + head + "    pass: bw_gbps > ${n}.5\n", sizes: []int{0}, runs: 1},
+		{name: "repeat", doc: "repeat: 3\n" + head + "    sizes: [2, 4]\n", sizes: []int{2, 4}, runs: 6},
+		{name: "repeat zero", doc: "repeat: 0\n" + head, err: `f.yaml:1:9: repeat: 0 is out of range; write how many times to run every case, 1 to 10000`},
+		{name: "repeat past the runs bound", doc: "repeat: 5000\n" + head + "    sizes: [2, 4, 8]\n", err: `f.yaml:1:1: repeat: 5000 passes of 3 runs are more than 10000 runs; repeat fewer times, or sweep fewer sizes, QP counts or modes`},
 		{name: "empty file", doc: "", err: "f.yaml: the file is empty; a scenario needs at least cases:"},
 		{name: "case not a mapping", doc: "cases: [1]\n", err: `f.yaml:1:9: cases: want a mapping of keys (name, description, op, measure, sizes, qps, ...), not "1"`},
 		{name: "not a mapping", doc: "- 1\n", err: `f.yaml:1:1: a scenario is a mapping of keys (name, peer, defaults, cases, ...), not a list`},
@@ -395,5 +399,25 @@ func TestSuggest(t *testing.T) {
 		if got := didYouMean(tc.in, tc.known, tc.quote); got != tc.want {
 			t.Errorf("didYouMean(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestRepeatInterleaves: repeat: makes whole passes over the cases, so
+// case a's repeats alternate with case b's rather than running back to
+// back, and each run knows its pass.
+func TestRepeatInterleaves(t *testing.T) {
+	sc, err := Parse("f.yaml", []byte("repeat: 2\ncases:\n  - {name: a, op: write, measure: latency}\n  - {name: b, op: read, measure: latency}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, r := range sc.Runs() {
+		if r.Index != i {
+			t.Errorf("run %d has index %d", i, r.Index)
+		}
+		got = append(got, fmt.Sprintf("%s/%d", r.Case, r.Repeat))
+	}
+	if want := "a/1 b/1 a/2 b/2"; strings.Join(got, " ") != want {
+		t.Errorf("runs %s, want %s", strings.Join(got, " "), want)
 	}
 }

@@ -25,6 +25,10 @@ type Scenario struct {
 	TokenFile string          // shared token for a remote peer; "" for none
 	TLS       *ctrl.TLSConfig // nil: the control channel is not encrypted
 
+	// Repeat is how many passes over every case's runs the scenario makes
+	// (repeat:, default 1).
+	Repeat int
+
 	// Vars are the scenario's variables after overrides, as substituted.
 	Vars map[string]string
 
@@ -80,6 +84,9 @@ type Run struct {
 	Pass []*Threshold `json:"pass,omitempty"`
 	// AbortOnFail stops the scenario when this run fails a condition.
 	AbortOnFail bool `json:"abort_on_fail,omitempty"`
+	// Repeat is the pass (1..Scenario.Repeat) of a repeated scenario, 0
+	// when it has one pass.
+	Repeat int `json:"repeat,omitempty"`
 }
 
 // Runs returns the scenario's expansion, in file order: per case,

@@ -44,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	scRun, scValidate := newScenarioCmds(app)
 	tok := newTokenCmd(app)
 	doc := newDoctorCmd(app)
+	cmpCmd := newCompareCmd(app)
 
 	app.Command("version", "Print the version.")
 
@@ -70,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = tok.run(stdout)
 	case "doctor":
 		err = doc.run(stdout)
+	case "compare":
+		err = cmpCmd.run(stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "rdmarun %s\n", version)
 	}

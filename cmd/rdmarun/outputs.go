@@ -133,30 +133,16 @@ func (o *outputs) write(stdout io.Writer, reports []*report.Report) error {
 			continue
 		}
 		for _, rep := range reports {
-			if out.path == "-" {
-				if err := out.write(stdout, rep); err != nil {
-					return err
-				}
-				continue
-			}
 			path := out.path
-			if len(reports) > 1 {
+			if len(reports) > 1 && path != "-" {
 				ext := ""
 				if i := strings.LastIndex(path, "."); i > strings.LastIndex(path, "/") {
 					path, ext = path[:i], path[i:]
 				}
 				path = path + "-" + rep.Scenario + ext
 			}
-			f, err := os.Create(path)
-			if err != nil {
+			if err := writeOutput(stdout, path, func(w io.Writer) error { return out.write(w, rep) }); err != nil {
 				return err
-			}
-			err = out.write(f, rep)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("writing %s: %w", path, err)
 			}
 		}
 	}
@@ -197,4 +183,23 @@ func attempt(p *report.PairRun) string {
 		return ""
 	}
 	return fmt.Sprintf(" (confirmation %d)", p.Attempt)
+}
+
+// writeOutput writes to stdout for "-", else to the file at path.
+func writeOutput(stdout io.Writer, path string, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }

@@ -68,8 +68,10 @@ const (
 
 // Run is one expanded run: one case at one size, QP count and mode.
 type Run struct {
-	Case     string       `json:"case"`
-	Index    int          `json:"index"` // position in the scenario's expansion
+	Case  string `json:"case"`
+	Index int    `json:"index"` // position in the scenario's expansion
+	// Repeat is the pass of a scenario with repeat: (from 1), 0 otherwise.
+	Repeat   int          `json:"repeat,omitempty"`
 	Status   Status       `json:"status"`
 	Error    string       `json:"error,omitempty"`
 	Spec     rdma.Test    `json:"spec"`
@@ -119,7 +121,11 @@ func (r *Report) Tally() {
 
 // Label names a run within its case: size, QP count, mode, measure.
 func (r Run) Label() string {
-	return fmt.Sprintf("%s %s qps=%d %s", units.FormatBytes(uint64(r.Spec.Size)), r.Spec.Measure, r.Spec.QPs, r.Spec.Mode)
+	l := fmt.Sprintf("%s %s qps=%d %s", units.FormatBytes(uint64(r.Spec.Size)), r.Spec.Measure, r.Spec.QPs, r.Spec.Mode)
+	if r.Repeat > 0 {
+		l += fmt.Sprintf(" repeat %d", r.Repeat)
+	}
+	return l
 }
 
 // Cases returns the case names in first-seen order with their runs.

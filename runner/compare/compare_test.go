@@ -1,0 +1,201 @@
+package compare
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmarun/rdmarun/rdma"
+	"github.com/rdmarun/rdmarun/runner/report"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// reportOf builds a report: latency runs of the named cases with their
+// RTT scaled by factor, and a bandwidth case of three repeats.
+func reportOf(seed uint64, latFactor, bwFactor float64, cases ...string) *report.Report {
+	gen := rand.New(rand.NewPCG(seed, 11))
+	rep := &report.Report{Schema: report.Schema, Tool: "rdmarun test", Scenario: "synthetic",
+		Started: time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)}
+	info := func(dev string) rdma.EndpointInfo { return rdma.EndpointInfo{Device: dev} }
+	for _, c := range cases {
+		spec, _ := rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureLatency, Size: 64, Iterations: 1000}.Complete()
+		res := runOf(gen, bimodal, 1000, latFactor)
+		res.Requester, res.Responder = info("rxe1"), info("rxe0")
+		rep.Runs = append(rep.Runs, report.Run{Case: c, Status: report.Passed, Spec: spec, Result: res})
+	}
+	spec, _ := rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureBandwidth, Size: 65536}.Complete()
+	for i := 1; i <= 3; i++ {
+		bw := 5e7 * bwFactor * (1 + 0.02*gen.NormFloat64())
+		rep.Runs = append(rep.Runs, report.Run{Case: "bw", Repeat: i, Status: report.Passed, Spec: spec, Result: &rdma.Result{
+			Requester: info("rxe1"), Responder: info("rxe0"),
+			Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{{BytesPerSecond: bw, MessagesPerSec: bw / 65536}}}}})
+	}
+	rep.Tally()
+	return rep
+}
+
+func TestReports(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		base, new *report.Report
+		edit      func(base, new *report.Report)
+		summary   Summary
+		first     Verdict // the first run's verdict: regressions sort first
+	}{
+		{name: "same", base: reportOf(1, 1, 1, "lat"), new: reportOf(2, 1, 1, "lat"),
+			summary: Summary{Compared: 2, Unchanged: 2}, first: Unchanged},
+		{name: "latency regressed", base: reportOf(1, 1, 1, "lat"), new: reportOf(2, 1.2, 1, "lat"),
+			summary: Summary{Compared: 2, Regressed: 1, Unchanged: 1}, first: Regressed},
+		{name: "bandwidth regressed", base: reportOf(1, 1, 1, "lat"), new: reportOf(2, 1, 0.8, "lat"),
+			summary: Summary{Compared: 2, Regressed: 1, Unchanged: 1}, first: Regressed},
+		{name: "latency improved", base: reportOf(1, 1, 1, "lat"), new: reportOf(2, 0.8, 1, "lat"),
+			summary: Summary{Compared: 2, Improved: 1, Unchanged: 1}, first: Improved},
+		{name: "a case only in one", base: reportOf(1, 1, 1, "lat", "old"), new: reportOf(2, 1, 1, "lat", "added"),
+			summary: Summary{Compared: 2, Unchanged: 2, Unmatched: 2}, first: Unchanged},
+		{name: "other devices", base: reportOf(1, 1, 1, "lat"), new: reportOf(2, 1, 1, "lat"),
+			edit: func(_, n *report.Report) { n.Runs[0].Result.Requester.Device = "mlx5_0" },
+			summary: Summary{Compared: 2, Incomparable: 1, Unchanged: 1}, first: Incomparable},
+		{name: "errored in new", base: reportOf(1, 1, 1, "lat"), new: reportOf(2, 1, 1, "lat"),
+			edit: func(_, n *report.Report) {
+				n.Runs[0].Status, n.Runs[0].Result, n.Runs[0].Error = report.Errored, nil, "stalled: nothing arrived for 5s"
+			},
+			summary: Summary{Compared: 2, Regressed: 1, Unchanged: 1}, first: Regressed},
+		{name: "no samples", base: reportOf(1, 1, 1, "lat"), new: reportOf(2, 1, 1, "lat"),
+			edit:    func(b, _ *report.Report) { b.Runs[0].Result.Latency.Buckets = nil },
+			summary: Summary{Compared: 2, Unchanged: 1, NotJudged: 1}, first: Unchanged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.edit != nil {
+				tc.edit(tc.base, tc.new)
+			}
+			c, err := Reports(tc.base, tc.new, "base.json", "new.json", DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Summary != tc.summary {
+				t.Errorf("summary %+v, want %+v", c.Summary, tc.summary)
+			}
+			if c.Runs[0].Verdict != tc.first {
+				t.Errorf("first run %s, want %s", c.Runs[0].Verdict, tc.first)
+			}
+			var text bytes.Buffer
+			if err := Text(&text, c); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("testdata", strings.ReplaceAll(tc.name, " ", "-")+".txt"), text.Bytes())
+		})
+	}
+}
+
+// TestReportsRepeatable: the same inputs and seed give the same
+// comparison, down to the interval's bounds.
+func TestReportsRepeatable(t *testing.T) {
+	base, next := reportOf(1, 1, 1, "lat"), reportOf(2, 1.04, 1, "lat")
+	a, _ := Reports(base, next, "b", "n", DefaultOptions())
+	b, _ := Reports(base, next, "b", "n", DefaultOptions())
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		t.Error("two comparisons of the same reports differ")
+	}
+}
+
+func TestReportsSchemas(t *testing.T) {
+	base, next := reportOf(1, 1, 1, "lat"), reportOf(2, 1, 1, "lat")
+	next.Schema = "rdmarun.report/v3"
+	_, err := Reports(base, next, "base.json", "new.json", DefaultOptions())
+	if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), "new.json is rdmarun.report/v3") {
+		t.Errorf("error %v, want the schemas named", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, o := range []Options{
+		{MinEffect: -0.1, Confidence: 0.95, Resamples: 2000},
+		{MinEffect: 1, Confidence: 0.95, Resamples: 2000},
+		{MinEffect: 0.05, Confidence: 1, Resamples: 2000},
+		{MinEffect: 0.05, Confidence: 0.3, Resamples: 2000},
+		{MinEffect: 0.05, Confidence: 0.95, Resamples: 10},
+	} {
+		if o.Validate() == nil {
+			t.Errorf("%+v accepted", o)
+		}
+	}
+	if err := DefaultOptions().Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestParse(t *testing.T) {
+	good, err := json.Marshal(reportOf(1, 1, 1, "lat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, data, err string
+	}{
+		{"truncated", string(good[:len(good)/2]), "r.json: cut short after"},
+		{"not json", "schema: x\n", "r.json:1:1: not JSON"},
+		{"another tool's", `{"schema": "something/v1"}`, `r.json: not an rdmarun report (schema "something/v1")`},
+		{"no schema", `{"runs": []}`, `r.json: not an rdmarun report (schema "")`},
+		{"older schema", `{"schema": "rdmarun.report/v3"}`, "r.json: the reports have different schema versions: it is rdmarun.report/v3, this rdmarun reads " + report.Schema},
+		{"wrong type", `{"schema": "` + report.Schema + `", "runs": [{"case": 5}]}`, "r.json:1:"},
+		{"samples disagree with the summary", strings.Replace(string(good), `"buckets":[[`, `"buckets":[[5,1],[`, 1), "r.json: run 0 (case \"lat\"): latency buckets hold 1001 samples, the RTT summary 1000"},
+		{"bad bucket", strings.Replace(string(good), `"buckets":[[`, `"buckets":[[-5,1],[`, 1), "latency bucket [-5, 1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("r.json", []byte(tc.data))
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("error %v, want it to hold %q", err, tc.err)
+			}
+		})
+	}
+	rep, err := Parse("r.json", good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rep.Runs[0].Result.Latency.Buckets); n == 0 {
+		t.Error("the samples did not survive the JSON")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	good, _ := json.Marshal(reportOf(1, 1, 1, "lat"))
+	f.Add(good)
+	f.Add([]byte(`{"schema": "rdmarun.report/v4", "runs": [{"result": {"latency": {"buckets": [[1, 2]]}}}]}`))
+	f.Add([]byte(`{"schema": 4}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rep, err := Parse("f.json", data)
+		if err != nil {
+			return
+		}
+		if _, err := Reports(rep, rep, "a", "b", Options{MinEffect: 0.05, Confidence: 0.95, Resamples: 100, Seed: 1}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
+	}
+}
