@@ -61,7 +61,7 @@ func TestReports(t *testing.T) {
 		{name: "a case only in one", base: reportOf(1, 1, 1, "lat", "old"), new: reportOf(2, 1, 1, "lat", "added"),
 			summary: Summary{Compared: 2, Unchanged: 2, Unmatched: 2}, first: Unchanged},
 		{name: "other devices", base: reportOf(1, 1, 1, "lat"), new: reportOf(2, 1, 1, "lat"),
-			edit: func(_, n *report.Report) { n.Runs[0].Result.Requester.Device = "mlx5_0" },
+			edit:    func(_, n *report.Report) { n.Runs[0].Result.Requester.Device = "mlx5_0" },
 			summary: Summary{Compared: 2, Incomparable: 1, Unchanged: 1}, first: Incomparable},
 		{name: "errored in new", base: reportOf(1, 1, 1, "lat"), new: reportOf(2, 1, 1, "lat"),
 			edit: func(_, n *report.Report) {
