@@ -59,7 +59,7 @@ rules-test:
 
 # The HTML report, rendered by a real headless Chromium.
 chromium-test:
-	$(GO) test -count=1 -tags chromium -run Chromium ./runner/report
+	$(GO) test -count=1 -tags chromium -run Chromium ./runner/report ./runner/compare
 
 # Every package must build without libibverbs too.
 nordma:
@@ -74,7 +74,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags testbed ./...
-	$(GO) vet -tags chromium ./runner/report
+	$(GO) vet -tags chromium ./runner/report ./runner/compare
 
 staticcheck:
 	$(GO) run $(STATICCHECK) ./...

@@ -16,8 +16,8 @@ type compareCmd struct {
 	minEffect, confidence string
 	resamples             int
 	seed                  uint64
-	json                  string
-	jsonSet               bool
+	// out holds --json, --junit and --html, as a scenario's outputs do.
+	out outputs
 }
 
 func newCompareCmd(app *kingpin.Application) *compareCmd {
@@ -30,7 +30,9 @@ func newCompareCmd(app *kingpin.Application) *compareCmd {
 	cmd.Flag("confidence", "Confidence of each interval (95% or 0.95).").Default(pct(d.Confidence)).StringVar(&c.confidence)
 	cmd.Flag("resamples", "Bootstrap resamples per metric.").Default(strconv.Itoa(d.Resamples)).IntVar(&c.resamples)
 	cmd.Flag("seed", "Seed of the resampling: the same inputs and seed give the same verdicts.").Default(strconv.FormatUint(d.Seed, 10)).Uint64Var(&c.seed)
-	cmd.Flag("json", "Write the comparison as JSON here (- for stdout; the text then goes to stderr).").IsSetByUser(&c.jsonSet).StringVar(&c.json)
+	cmd.Flag("json", "Write the comparison as JSON here (- for stdout; the text then goes to stderr).").IsSetByUser(&c.out.set[0]).StringVar(&c.out.json)
+	cmd.Flag("junit", "Write JUnit XML here: a testcase per test, failed when it regressed (- for stdout).").IsSetByUser(&c.out.set[1]).StringVar(&c.out.junit)
+	cmd.Flag("html", "Write a self-contained HTML page here: base and new side by side, each interval drawn (- for stdout).").IsSetByUser(&c.out.set[2]).StringVar(&c.out.html)
 	return c
 }
 
@@ -75,14 +77,20 @@ func (c *compareCmd) run(stdout, stderr io.Writer) error {
 		return &exitError{exitInvalid, err}
 	}
 	textOut := stdout
-	if c.jsonSet {
-		if c.json == "" {
-			c.json = "-" // kingpin hands a lone "-" over as ""
+	for i, o := range []struct {
+		path  *string
+		write func(io.Writer, *compare.Comparison) error
+	}{{&c.out.json, compare.JSON}, {&c.out.junit, compare.JUnit}, {&c.out.html, compare.HTML}} {
+		if !c.out.set[i] {
+			continue
 		}
-		if c.json == "-" {
+		if *o.path == "" {
+			*o.path = "-" // kingpin hands a lone "-" over as ""
+		}
+		if *o.path == "-" {
 			textOut = stderr
 		}
-		if err := writeOutput(stdout, c.json, func(w io.Writer) error { return compare.JSON(w, cmp) }); err != nil {
+		if err := writeOutput(stdout, *o.path, func(w io.Writer) error { return o.write(w, cmp) }); err != nil {
 			return &exitError{exitEnvironment, err}
 		}
 	}

@@ -23,13 +23,13 @@ const Schema = "rdmarun.compare/v1"
 type Options struct {
 	// MinEffect is the smallest relative change that matters (0.05: 5%).
 	// A change whose interval reaches inside it is never a regression.
-	MinEffect float64
+	MinEffect float64 `json:"min_effect"`
 	// Confidence of each interval (0.95).
-	Confidence float64
+	Confidence float64 `json:"confidence"`
 	// Resamples is the bootstrap's replicates per metric.
-	Resamples int
+	Resamples int `json:"resamples"`
 	// Seed makes the resampling, and so the verdicts, repeatable.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 }
 
 // DefaultOptions are a 5% smallest effect at 95% confidence.

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
@@ -197,5 +200,54 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
+	}
+}
+
+// TestWriters: the JSON of a comparison with every verdict matches
+// schema.json, and the JUnit and HTML match their golden files.
+func TestWriters(t *testing.T) {
+	base, next := reportOf(1, 1, 1, "lat", "gone", "dev"), reportOf(2, 1.2, 1, "lat", "new", "dev")
+	next.Runs[2].Result.Requester.Device = "mlx5_0" // case dev
+	c, err := Reports(base, next, "base.json", "new.json", DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open("schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatalf("schema.json: %v", err)
+	}
+	sc := jsonschema.NewCompiler()
+	if err := sc.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := sc.Compile("schema.json")
+	if err != nil {
+		t.Fatalf("schema.json: %v", err)
+	}
+	var js bytes.Buffer
+	if err := JSON(&js, c); err != nil {
+		t.Fatal(err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(v); err != nil {
+		t.Errorf("the comparison's JSON does not match schema.json: %v", err)
+	}
+	for _, w := range []struct {
+		name  string
+		write func(io.Writer, *Comparison) error
+	}{{"compare.junit.xml", JUnit}, {"compare.html", HTML}} {
+		var b bytes.Buffer
+		if err := w.write(&b, c); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, filepath.Join("testdata", w.name), b.Bytes())
 	}
 }

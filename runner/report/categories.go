@@ -173,7 +173,7 @@ func categoryProperties(run Run) []junitProperty {
 	var p []junitProperty
 	for _, s := range runCategories(run) {
 		if s.Absent != "" {
-			p = append(p, junitProperty{s.Role + "_categories", "none: " + s.Absent})
+			p = append(p, prop(s.Role+"_categories", "none: "+s.Absent))
 			continue
 		}
 		var unreported []string
@@ -182,13 +182,13 @@ func categoryProperties(run Run) []junitProperty {
 			case r.Why != "":
 				unreported = append(unreported, r.Name)
 			case strings.HasPrefix(r.Name, "pause "):
-				p = append(p, junitProperty{s.Role + "_" + strings.ReplaceAll(r.Name, " ", "_"), r.Value})
+				p = append(p, prop(s.Role+"_"+strings.ReplaceAll(r.Name, " ", "_"), r.Value))
 			default:
-				p = append(p, junitProperty{s.Role + "_" + r.Name, r.Value})
+				p = append(p, prop(s.Role+"_"+r.Name, r.Value))
 			}
 		}
 		if len(unreported) > 0 {
-			p = append(p, junitProperty{s.Role + "_unreported", strings.Join(unreported, ", ")})
+			p = append(p, prop(s.Role+"_unreported", strings.Join(unreported, ", ")))
 		}
 	}
 	return p

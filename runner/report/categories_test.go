@@ -30,9 +30,9 @@ func TestSideCategories(t *testing.T) {
 		}),
 		line: "counters mlx5_0 (requester): retransmits 3, seq_errors 1, cnp_sent 40, cnp_handled 7, ecn_marked 9, pause_rx 5, pause_tx 2, pause_rx_us 600, pause_tx_us 150; pause prio3: rx 5, tx 2 (paused rx 600us, tx 150us)",
 		props: []junitProperty{
-			{"requester_retransmits", "3"}, {"requester_seq_errors", "1"}, {"requester_cnp_sent", "40"}, {"requester_cnp_handled", "7"}, {"requester_ecn_marked", "9"},
-			{"requester_pause_rx", "5"}, {"requester_pause_tx", "2"}, {"requester_pause_rx_us", "600"}, {"requester_pause_tx_us", "150"},
-			{"requester_pause_prio3", "rx 5, tx 2 (paused rx 600us, tx 150us)"},
+			prop("requester_retransmits", "3"), prop("requester_seq_errors", "1"), prop("requester_cnp_sent", "40"), prop("requester_cnp_handled", "7"), prop("requester_ecn_marked", "9"),
+			prop("requester_pause_rx", "5"), prop("requester_pause_tx", "2"), prop("requester_pause_rx_us", "600"), prop("requester_pause_tx_us", "150"),
+			prop("requester_pause_prio3", "rx 5, tx 2 (paused rx 600us, tx 150us)"),
 		},
 	}, {
 		name: "ice keeps no paused time",
@@ -43,9 +43,9 @@ func TestSideCategories(t *testing.T) {
 		}),
 		line: "counters mlx5_0 (requester): retransmits 0, cnp_sent 1, cnp_handled 0, ecn_marked 4, pause_rx 2, pause_tx 0; pause link: rx 2, tx 0 (not reported: seq_errors, pause_rx_us, pause_tx_us)",
 		props: []junitProperty{
-			{"requester_retransmits", "0"}, {"requester_cnp_sent", "1"}, {"requester_cnp_handled", "0"}, {"requester_ecn_marked", "4"},
-			{"requester_pause_rx", "2"}, {"requester_pause_tx", "0"}, {"requester_pause_link", "rx 2, tx 0"},
-			{"requester_unreported", "seq_errors, pause_rx_us, pause_tx_us"},
+			prop("requester_retransmits", "0"), prop("requester_cnp_sent", "1"), prop("requester_cnp_handled", "0"), prop("requester_ecn_marked", "4"),
+			prop("requester_pause_rx", "2"), prop("requester_pause_tx", "0"), prop("requester_pause_link", "rx 2, tx 0"),
+			prop("requester_unreported", "seq_errors, pause_rx_us, pause_tx_us"),
 		},
 	}, {
 		name: "rxe over veth",
@@ -55,20 +55,20 @@ func TestSideCategories(t *testing.T) {
 		}),
 		line: "counters mlx5_0 (requester): retransmits 0, seq_errors 2 (not reported: cnp_sent, cnp_handled, ecn_marked, pause_*)",
 		props: []junitProperty{
-			{"requester_retransmits", "0"}, {"requester_seq_errors", "2"},
-			{"requester_unreported", "cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us"},
+			prop("requester_retransmits", "0"), prop("requester_seq_errors", "2"),
+			prop("requester_unreported", "cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us"),
 		},
 	}, {
 		name: "an unknown driver reports nothing",
 		cats: portstats.Categorize(portstats.Source{Driver: "siw"}),
 		line: "counters mlx5_0 (requester): none reported (not reported: retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_*)",
 		props: []junitProperty{
-			{"requester_unreported", "retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us"},
+			prop("requester_unreported", "retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us"),
 		},
 	}, {
 		name:  "an older responder",
 		line:  "counters mlx5_0 (requester): no counter categories from this side (its counters were not read, or it runs an older rdmarun)",
-		props: []junitProperty{{"requester_categories", "none: no counter categories from this side (its counters were not read, or it runs an older rdmarun)"}},
+		props: []junitProperty{prop("requester_categories", "none: no counter categories from this side (its counters were not read, or it runs an older rdmarun)")},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := Run{Result: &rdma.Result{Sides: []rdma.SideSummary{{Device: "mlx5_0", Counters: portstats.Deltas{Categories: tc.cats}}}}}

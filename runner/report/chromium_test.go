@@ -7,31 +7,14 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-)
 
-func chromium(t *testing.T, args ...string) (stdout, stderr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0"}
-	cmd := exec.CommandContext(ctx, "chromium", append(base, args...)...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, e.String())
-	}
-	return o.String(), e.String()
-}
+	"github.com/rdmarun/rdmarun/internal/chromium"
+)
 
 // renderInChromium writes r's HTML page as name in a temporary directory,
 // has Chromium parse it, fails the test on any script error in its log,
@@ -46,36 +29,7 @@ func renderInChromium(t *testing.T, r *Report, name string) (page, dom string) {
 	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return page, parseInChromium(t, page)
-}
-
-// parseInChromium has Chromium parse the page and returns the DOM it
-// built, failing the test on any script error in its log.
-func parseInChromium(t *testing.T, page string) string {
-	t.Helper()
-	dom, logs := chromium(t, "--dump-dom", "file://"+page)
-	for _, bad := range []string{"Uncaught", "SyntaxError", "TypeError", "ReferenceError"} {
-		if strings.Contains(logs, bad) {
-			t.Errorf("page error (%s) in Chromium's log:\n%s", bad, logs)
-		}
-	}
-	return dom
-}
-
-// screenshot has Chromium draw page at size into name in the temporary
-// directory (or the file env names) and fails unless the image holds at
-// least minBytes: a blank page compresses to far less.
-func screenshot(t *testing.T, page, name, env, size string, minBytes int64) {
-	t.Helper()
-	shot := filepath.Join(os.TempDir(), name)
-	if out := os.Getenv(env); out != "" {
-		shot = out
-	}
-	chromium(t, "--screenshot="+shot, "--window-size="+size, "file://"+page)
-	if st, err := os.Stat(shot); err != nil || st.Size() < minBytes {
-		t.Fatalf("screenshot %s: %v (size %v)", shot, err, st)
-	}
-	t.Logf("screenshot saved to %s", shot)
+	return page, chromium.DOM(t, page)
 }
 
 func TestHTMLInChromium(t *testing.T) {
@@ -90,7 +44,7 @@ func TestHTMLInChromium(t *testing.T) {
 	if n := strings.Count(dom, "<polyline"); n < 4 {
 		t.Errorf("the rendered page has %d plotted lines, want at least 4", n)
 	}
-	screenshot(t, page, "rdmarun-report-screenshot.png", "REPORT_SCREENSHOT", "1280,1800", 10000)
+	chromium.Screenshot(t, page, "rdmarun-report-screenshot.png", "REPORT_SCREENSHOT", "1280,1800", 10000)
 }
 
 // TestFleetHTMLInChromium renders a fleet report: the heat maps must come
@@ -119,7 +73,7 @@ func TestFleetHTMLInChromium(t *testing.T) {
 	if n := strings.Count(dom, `class="chart"`); n != 0 {
 		t.Errorf("the rendered fleet page has %d charts against message size, want none", n)
 	}
-	screenshot(t, page, "rdmarun-fleet-screenshot.png", "FLEET_SCREENSHOT", "1400,1800", 20000)
+	chromium.Screenshot(t, page, "rdmarun-fleet-screenshot.png", "FLEET_SCREENSHOT", "1400,1800", 20000)
 }
 
 // TestFleetVMHTMLInChromium opens the HTML that the 4-host testbed's
@@ -140,7 +94,7 @@ func TestFleetVMHTMLInChromium(t *testing.T) {
 		t.Fatalf("%s/fleet.json: %v; want a fleet report with matrices", dir, err)
 	}
 	page := filepath.Join(dir, "fleet.html")
-	dom := parseInChromium(t, page)
+	dom := chromium.DOM(t, page)
 	hosts := len(r.Fleet.Hosts)
 	if n, want := strings.Count(dom, `<svg class="heatmap"`), len(r.Fleet.Matrices); n != want {
 		t.Errorf("the rendered page has %d heat maps, want %d (one per metric)", n, want)
@@ -148,5 +102,5 @@ func TestFleetVMHTMLInChromium(t *testing.T) {
 	if n, want := strings.Count(dom, `<g class="cell `), len(r.Fleet.Matrices)*hosts*hosts; n != want {
 		t.Errorf("the rendered page has %d heat map cells, want %d (%d hosts squared per metric)", n, want, hosts)
 	}
-	screenshot(t, page, "rdmarun-fleet-vm-screenshot.png", "FLEET_VM_SCREENSHOT", "1400,1800", 20000)
+	chromium.Screenshot(t, page, "rdmarun-fleet-vm-screenshot.png", "FLEET_VM_SCREENSHOT", "1400,1800", 20000)
 }

@@ -32,7 +32,7 @@ func fixture() *Report {
 		return &rdma.Result{
 			Spec:      complete(rdma.TestSpec{Op: rdma.OpWrite, Size: size, QP: rdma.QPSettings{MTU: new(1024)}}),
 			Requester: rdma.EndpointInfo{Device: "rxe1"}, Responder: rdma.EndpointInfo{Device: "rxe0"},
-			Latency: &rdma.LatencyStats{RTT: s, OneWay: &half},
+			Latency: &rdma.LatencyStats{RTT: s, OneWay: &half, Buckets: []rdma.Bucket{{Ns: int64(s.Min), Count: 500}, {Ns: int64(p50), Count: 490}, {Ns: int64(p99), Count: 10}}},
 		}
 	}
 	bw := func(size int, bps float64) *rdma.Result {
