@@ -159,6 +159,11 @@ type MetricChange struct {
 	Reason  string  `json:"reason,omitempty"`
 	// HigherIsWorse is true for latencies.
 	HigherIsWorse bool `json:"higher_is_worse"`
+	// Method is where the interval came from: "runs" (the spread between
+	// the repeats, both sides run two or more times) or "samples"
+	// (resampling the samples inside the runs, a latency with one run on
+	// a side, which cannot see how much runs differ).
+	Method string `json:"method,omitempty"`
 }
 
 // Unmatched is a test in one report only.
@@ -293,8 +298,8 @@ func compareRuns(r *rand.Rand, k Key, base, next []report.Run, o Options) RunCha
 		}
 	case rdma.MeasureBandwidth.String():
 		rc.Metrics = append(rc.Metrics,
-			rateChange(r, "bw", "bytes_per_second", b, n, o, func(d rdma.Direction) float64 { return d.BytesPerSecond }),
-			rateChange(r, "msg_rate", "messages_per_second", b, n, o, func(d rdma.Direction) float64 { return d.MessagesPerSec }))
+			rateChange("bw", "bytes_per_second", b, n, o, func(d rdma.Direction) float64 { return d.BytesPerSecond }),
+			rateChange("msg_rate", "messages_per_second", b, n, o, func(d rdma.Direction) float64 { return d.MessagesPerSec }))
 	default:
 		rc.Verdict, rc.Reason = NotJudged, "measure "+k.Measure+" is not compared"
 		return rc
@@ -336,9 +341,9 @@ func devices(runs []*rdma.Result) string {
 // to mean anything: p99 needs 1,000 samples, p99.9 10,000.
 const minTail = 10
 
-// minRepeats is how many runs a side needs for a rate's interval: a run
-// gives one rate, and the interval comes from how runs differ.
-const minRepeats = 3
+// minRepeats is how many runs a side needs for an interval from the
+// spread between runs; a rate always needs it, since a run gives one.
+const minRepeats = 2
 
 func latencyChange(r *rand.Rand, name string, q float64, base, next []*rdma.Result, o Options) MetricChange {
 	m := MetricChange{Name: name, Unit: "ns", HigherIsWorse: true}
@@ -351,6 +356,14 @@ func latencyChange(r *rand.Rand, name string, q float64, base, next []*rdma.Resu
 		m.Verdict, m.Reason = NotJudged, fmt.Sprintf("%s needs %d samples a run (iterations), the runs have %d and %d", name, need, bn, nn)
 		return m
 	}
+	if len(b) >= minRepeats && len(n) >= minRepeats {
+		var iv interval
+		m.Base, m.New, iv = betweenRuns(bs.each(), ns.each(), o.Confidence)
+		m.Method = "runs"
+		m.judge(iv, o.MinEffect)
+		return m
+	}
+	m.Method = "samples"
 	m.judge(ratioInterval(r, bs, ns, o.Resamples, o.Confidence), o.MinEffect)
 	return m
 }
@@ -377,26 +390,29 @@ func histograms(runs []*rdma.Result) ([]histogram, uint64) {
 	return out, fewest
 }
 
-func rateChange(r *rand.Rand, name, unit string, base, next []*rdma.Result, o Options, of func(rdma.Direction) float64) MetricChange {
+func rateChange(name, unit string, base, next []*rdma.Result, o Options, of func(rdma.Direction) float64) MetricChange {
 	m := MetricChange{Name: name, Unit: unit}
 	b, n := rates(base, of), rates(next, of)
-	m.Base, m.New = b.point(), n.point()
-	if m.Base <= 0 {
-		m.Verdict, m.Reason = NotJudged, "base moved nothing"
+	if slices.Min(b) <= 0 || slices.Min(n) <= 0 {
+		m.Verdict, m.Reason = NotJudged, "a run moved nothing"
 		return m
 	}
-	m.Ratio = m.New / m.Base
 	if len(b) < minRepeats || len(n) < minRepeats {
-		m.Verdict, m.Reason = NotJudged, fmt.Sprintf("a rate's interval needs %d runs a side (repeat: %d), there are %d and %d", minRepeats, minRepeats, len(b), len(n))
+		m.Base, m.New = b[0], n[0]
+		m.Ratio = m.New / m.Base
+		m.Verdict, m.Reason = NotJudged, fmt.Sprintf("a rate's interval needs %d runs a side (repeat: %d or more), there are %d and %d", minRepeats, minRepeats, len(b), len(n))
 		return m
 	}
-	m.judge(ratioInterval(r, b, n, o.Resamples, o.Confidence), o.MinEffect)
+	var iv interval
+	m.Base, m.New, iv = betweenRuns(b, n, o.Confidence)
+	m.Method = "runs"
+	m.judge(iv, o.MinEffect)
 	return m
 }
 
 // rates is each run's rate summed over its directions.
-func rates(runs []*rdma.Result, of func(rdma.Direction) float64) meanOver {
-	var out meanOver
+func rates(runs []*rdma.Result, of func(rdma.Direction) float64) []float64 {
+	var out []float64
 	for _, r := range runs {
 		var v float64
 		if r.Bandwidth != nil {

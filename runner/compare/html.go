@@ -19,6 +19,7 @@ var htmlTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{
 	"value":   func(unit string, v float64) string { return strings.TrimSpace(valueText(unit, v)) },
 	"change":  func(m MetricChange) string { return strings.TrimSpace(changeText(m)) },
 	"verdict": verdictText,
+	"method":  methodText,
 	"metric":  metricText,
 	"bar":     func(m MetricChange, minEffect float64) template.HTML { return intervalBar(m, minEffect) },
 	"pct":     func(f float64) string { return fmt.Sprintf("%g%%", f*100) },
@@ -40,7 +41,7 @@ Latencies are round trips (RTT) in microseconds; bandwidth is Gb/s (10^9 bit/s).
 <p class="summary">{{.Summary.Compared}} compared: <span class="regressed">{{.Summary.Regressed}} regressed</span>, <span class="improved">{{.Summary.Improved}} improved</span>,
 {{.Summary.Unchanged}} no significant change, <span class="not_judged">{{.Summary.NotJudged}} not judged</span>, <span class="incomparable">{{.Summary.Incomparable}} incomparable</span>; {{.Summary.Unmatched}} unmatched</p>
 {{range .Runs}}<h2 class="{{.Verdict}}">{{verdict .Verdict}}: {{.Key}}</h2>
-<p>runs: {{.BaseRuns}} base, {{.NewRuns}} new{{if .Reason}}; {{.Reason}}{{end}}</p>
+<p>runs: {{.BaseRuns}} base, {{.NewRuns}} new{{method .}}{{if .Reason}}; {{.Reason}}{{end}}</p>
 {{if .Metrics}}<table><tr><th>metric</th><th>base</th><th>new</th><th>change [interval]</th><th>new/base</th><th>verdict</th></tr>
 {{range .Metrics}}<tr><td class="name">{{metric .Name}}</td><td>{{value .Unit .Base}}</td><td>{{value .Unit .New}}</td><td>{{change .}}</td><td>{{bar . $.Opts.MinEffect}}</td><td class="{{.Verdict}}">{{verdict .Verdict}}{{if .Reason}}<br><small>{{.Reason}}</small>{{end}}</td></tr>
 {{end}}</table>{{end}}

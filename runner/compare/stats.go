@@ -118,32 +118,21 @@ func (s quantileOver) point() float64 {
 	return sum / float64(len(s.runs))
 }
 
+// each is every repeat's quantile.
+func (s quantileOver) each() []float64 {
+	out := make([]float64, len(s.runs))
+	for i, h := range s.runs {
+		out[i] = h.quantile(s.q)
+	}
+	return out
+}
+
 func (s quantileOver) replicate(r *rand.Rand) float64 {
 	var sum float64
 	for range s.runs {
 		sum += s.runs[r.IntN(len(s.runs))].resampledQuantile(r, s.q)
 	}
 	return sum / float64(len(s.runs))
-}
-
-// meanOver is a rate over a side's repeats: their mean, a replicate
-// resampling the repeats.
-type meanOver []float64
-
-func (s meanOver) point() float64 {
-	var sum float64
-	for _, v := range s {
-		sum += v
-	}
-	return sum / float64(len(s))
-}
-
-func (s meanOver) replicate(r *rand.Rand) float64 {
-	var sum float64
-	for range s {
-		sum += s[r.IntN(len(s))]
-	}
-	return sum / float64(len(s))
 }
 
 // ratioInterval is the percentile bootstrap interval of new/base.
@@ -157,4 +146,108 @@ func ratioInterval(r *rand.Rand, base, next statistic, resamples int, confidence
 	lo := int(math.Floor(tail * float64(resamples)))
 	hi := min(int(math.Ceil((1-tail)*float64(resamples)))-1, resamples-1)
 	return interval{Ratio: next.point() / base.point(), Low: ratios[lo], High: ratios[hi]}
+}
+
+// betweenRuns is new/base for a metric measured once per run, with both
+// sides run two or more times: Welch's t interval on the logarithms of
+// the runs' values. The runs' own spread decides the width, with the
+// small-sample penalty of few runs (t with 2 degrees of freedom is 4.3,
+// not 1.96): the samples inside one run are correlated (a run that
+// started on a slow core stays slow), so resampling them says less about
+// the next run than the runs themselves do. Point values are geometric
+// means, so Ratio is their ratio.
+func betweenRuns(base, next []float64, confidence float64) (b, n float64, iv interval) {
+	mb, vb := logMoments(base)
+	mn, vn := logMoments(next)
+	b, n = math.Exp(mb), math.Exp(mn)
+	d := mn - mb
+	sb, sn := vb/float64(len(base)), vn/float64(len(next))
+	se := math.Sqrt(sb + sn)
+	if se == 0 {
+		return b, n, interval{Ratio: math.Exp(d), Low: math.Exp(d), High: math.Exp(d)}
+	}
+	df := (sb + sn) * (sb + sn) / (sb*sb/float64(len(base)-1) + sn*sn/float64(len(next)-1))
+	half := studentT(confidence, df) * se
+	return b, n, interval{Ratio: math.Exp(d), Low: math.Exp(d - half), High: math.Exp(d + half)}
+}
+
+// logMoments are the mean and sample variance of log(x).
+func logMoments(x []float64) (mean, variance float64) {
+	for _, v := range x {
+		mean += math.Log(v)
+	}
+	mean /= float64(len(x))
+	for _, v := range x {
+		d := math.Log(v) - mean
+		variance += d * d
+	}
+	return mean, variance / float64(len(x)-1)
+}
+
+// studentT is the two-sided critical value of Student's t: P(|T| <= t) =
+// confidence with df degrees of freedom (df need not be whole).
+func studentT(confidence, df float64) float64 {
+	want := (1 + confidence) / 2
+	lo, hi := 0.0, 1e4
+	for range 200 {
+		mid := (lo + hi) / 2
+		if tCDF(mid, df) < want {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// tCDF is P(T <= t) for t >= 0.
+func tCDF(t, df float64) float64 {
+	return 1 - 0.5*regIncBeta(df/2, 0.5, df/(df+t*t))
+}
+
+// regIncBeta is the regularized incomplete beta function I_x(a, b), by
+// its continued fraction (evaluated with Lentz's method), on the side of x
+// where the fraction converges fast.
+func regIncBeta(a, b, x float64) float64 {
+	switch {
+	case x <= 0:
+		return 0
+	case x >= 1:
+		return 1
+	}
+	la, _ := math.Lgamma(a)
+	lb, _ := math.Lgamma(b)
+	lab, _ := math.Lgamma(a + b)
+	front := math.Exp(a*math.Log(x) + b*math.Log(1-x) + lab - la - lb)
+	if x < (a+1)/(a+b+2) {
+		return front * betaFraction(a, b, x) / a
+	}
+	return 1 - front*betaFraction(b, a, 1-x)/b
+}
+
+func betaFraction(a, b, x float64) float64 {
+	const tiny, eps = 1e-300, 1e-15
+	clamp := func(v float64) float64 {
+		if math.Abs(v) < tiny {
+			return tiny
+		}
+		return v
+	}
+	c, d := 1.0, 1/clamp(1-(a+b)*x/(a+1))
+	h := d
+	for m := 1.0; m <= 500; m++ {
+		even := m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m))
+		d = 1 / clamp(1+even*d)
+		c = clamp(1 + even/c)
+		h *= d * c
+		odd := -(a + m) * (a + b + m) * x / ((a + 2*m) * (a + 2*m + 1))
+		d = 1 / clamp(1+odd*d)
+		c = clamp(1 + odd/c)
+		step := d * c
+		h *= step
+		if math.Abs(step-1) < eps {
+			break
+		}
+	}
+	return h
 }

@@ -170,7 +170,6 @@ func TestRepeatsWidenTheInterval(t *testing.T) {
 func TestRateVerdicts(t *testing.T) {
 	o := DefaultOptions()
 	gen := rand.New(rand.NewPCG(5, 5))
-	boot := rand.New(rand.NewPCG(o.Seed, 1))
 	runs := func(n int, level float64) []*rdma.Result {
 		var out []*rdma.Result
 		for range n {
@@ -183,10 +182,10 @@ func TestRateVerdicts(t *testing.T) {
 	const trials = 1000
 	falseAlarms, found := 0, 0
 	for range trials {
-		if rateChange(boot, "bw", "bytes_per_second", runs(5, 1), runs(5, 1), o, bw).Verdict == Regressed {
+		if rateChange("bw", "bytes_per_second", runs(5, 1), runs(5, 1), o, bw).Verdict == Regressed {
 			falseAlarms++
 		}
-		if rateChange(boot, "bw", "bytes_per_second", runs(5, 1), runs(5, 0.85), o, bw).Verdict == Regressed {
+		if rateChange("bw", "bytes_per_second", runs(5, 1), runs(5, 0.85), o, bw).Verdict == Regressed {
 			found++
 		}
 	}
@@ -197,7 +196,7 @@ func TestRateVerdicts(t *testing.T) {
 	if found < trials*95/100 {
 		t.Errorf("15%% lower: %d of %d regressed, want at least 95%%", found, trials)
 	}
-	if m := rateChange(boot, "bw", "bytes_per_second", runs(1, 1), runs(1, 0.5), o, bw); m.Verdict != NotJudged {
+	if m := rateChange("bw", "bytes_per_second", runs(1, 1), runs(1, 0.5), o, bw); m.Verdict != NotJudged {
 		t.Errorf("one run a side: %s, want not judged", m.Verdict)
 	}
 }
@@ -262,4 +261,15 @@ func meanSD(x []float64) (float64, float64) {
 		ss += (v - m) * (v - m)
 	}
 	return m, math.Sqrt(ss / float64(len(x)-1))
+}
+
+// TestStudentT: critical values against the printed tables.
+func TestStudentT(t *testing.T) {
+	for _, tc := range []struct{ conf, df, want float64 }{
+		{0.95, 1, 12.706}, {0.95, 2, 4.303}, {0.95, 4, 2.776}, {0.95, 10, 2.228}, {0.95, 1000, 1.962}, {0.99, 5, 4.032}, {0.90, 3, 2.353},
+	} {
+		if got := studentT(tc.conf, tc.df); math.Abs(got-tc.want) > 0.001 {
+			t.Errorf("t(%g, df %g) = %.4f, want %.3f", tc.conf, tc.df, got, tc.want)
+		}
+	}
 }

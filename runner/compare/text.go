@@ -16,7 +16,7 @@ func Text(w io.Writer, c *Comparison) error {
 	fmt.Fprintf(&b, "a change counts when its %g%% interval lies beyond %g%% (%d bootstrap resamples); latencies are round trips (RTT)\n\n",
 		c.Opts.Confidence*100, c.Opts.MinEffect*100, c.Opts.Resamples)
 	for _, r := range c.Runs {
-		fmt.Fprintf(&b, "%-22s %s  (runs: %d base, %d new)\n", verdictText(r.Verdict), r.Key, r.BaseRuns, r.NewRuns)
+		fmt.Fprintf(&b, "%-22s %s  (runs: %d base, %d new%s)\n", verdictText(r.Verdict), r.Key, r.BaseRuns, r.NewRuns, methodText(r))
 		if r.Reason != "" {
 			fmt.Fprintf(&b, "    %s\n", r.Reason)
 		}
@@ -42,6 +42,19 @@ func JSON(w io.Writer, c *Comparison) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(c)
+}
+
+// methodText says where a test's intervals came from.
+func methodText(r RunChange) string {
+	for _, m := range r.Metrics {
+		switch m.Method {
+		case "runs":
+			return "; intervals from the spread between runs"
+		case "samples":
+			return "; intervals from the samples within runs: with one run a side they cannot show how runs differ (repeat: 2 or more)"
+		}
+	}
+	return ""
 }
 
 func verdictText(v Verdict) string { return strings.ReplaceAll(string(v), "_", " ") }
