@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmarun/rdmarun/internal/schematest"
 	"github.com/rdmarun/rdmarun/runner/report"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -55,27 +56,7 @@ func benchAt(t *testing.T, peer string, args ...string) (int, string) {
 	return 0, ""
 }
 
-func readSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open("report/schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+func readSchema(t *testing.T) *jsonschema.Schema { return schematest.Compile(t, "report/schema.json") }
 
 func TestBenchOutputsAndPass(t *testing.T) {
 	dir := t.TempDir()

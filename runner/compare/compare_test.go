@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/rdmarun/rdmarun/internal/schematest"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
 )
@@ -212,32 +211,12 @@ func TestWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatalf("schema.json: %v", err)
-	}
-	sc := jsonschema.NewCompiler()
-	if err := sc.AddResource("schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	schema, err := sc.Compile("schema.json")
-	if err != nil {
-		t.Fatalf("schema.json: %v", err)
-	}
+	schema := schematest.Compile(t, "schema.json")
 	var js bytes.Buffer
 	if err := JSON(&js, c); err != nil {
 		t.Fatal(err)
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(js.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.Validate(v); err != nil {
+	if err := schematest.Validate(t, schema, js.Bytes()); err != nil {
 		t.Errorf("the comparison's JSON does not match schema.json: %v", err)
 	}
 	for _, w := range []struct {

@@ -9,42 +9,16 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/rdmarun/rdmarun/internal/schematest"
 	"github.com/rdmarun/rdmarun/portstats"
 )
 
 // compileSchema loads schema.json, the documented layout of the JSON
 // report.
-func compileSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open("schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatalf("schema.json: %v", err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat() // date-time fields must hold dates, not only strings
-	if err := c.AddResource("schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("schema.json")
-	if err != nil {
-		t.Fatalf("schema.json: %v", err)
-	}
-	return s
-}
+func compileSchema(t *testing.T) *jsonschema.Schema { return schematest.Compile(t, "schema.json") }
 
-// ValidateJSON checks a JSON report against schema.json.
 func validateJSON(t *testing.T, s *jsonschema.Schema, data []byte) error {
-	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.Validate(v)
+	return schematest.Validate(t, s, data)
 }
 
 func TestJSONMatchesSchema(t *testing.T) {
