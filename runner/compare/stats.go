@@ -171,6 +171,15 @@ func betweenRuns(base, next []float64, confidence float64) (b, n float64, iv int
 	return b, n, interval{Ratio: math.Exp(d), Low: math.Exp(d - half), High: math.Exp(d + half)}
 }
 
+// RatioInterval is next/base for a value measured once per run, with its
+// interval at confidence from the runs' spread (Welch's t on the
+// logarithms), the method rdmarun compare uses for repeated runs; both
+// sides need two or more positive values.
+func RatioInterval(base, next []float64, confidence float64) (ratio, low, high float64) {
+	_, _, iv := betweenRuns(base, next, confidence)
+	return iv.Ratio, iv.Low, iv.High
+}
+
 // logMoments are the mean and sample variance of log(x).
 func logMoments(x []float64) (mean, variance float64) {
 	for _, v := range x {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/rdmarun/rdmarun/internal/perftest"
+	baseline "github.com/rdmarun/rdmarun/runner/compare"
 )
 
 type options struct {
@@ -265,6 +266,7 @@ func compare(w io.Writer, o options) error {
 
 	fmt.Fprintf(w, "perftest vs rdmarun, %s -> %s (GID index %d), RC (UD where a row says so), busy-poll, no inline data (perftest does not use inline on rxe), two processes each.\n", o.clientDev, o.serverDev, o.gidIndex)
 	fmt.Fprintf(w, "%d interleaved runs per tool and test; each cell is the median over runs, the spread the lowest and highest per-run median or average.\n", o.pairs)
+	fmt.Fprintf(w, "The ratio's 95%% interval comes from the runs' spread (Welch's t on the logarithms of the per-run values, as rdmarun compare does); \"no difference\" when it holds 1.\n")
 	fmt.Fprintf(w, "Latency in microseconds: one-way (RTT/2) for write and send, round trip for read and atomics, as perftest reports them.\n")
 	fmt.Fprintf(w, "\"pinned\": both tools' servers on CPU %s and clients on CPU %s (taskset, whole processes); the other rows are unpinned.\n", serverCPU, clientCPU)
 	fmt.Fprintf(w, "Bandwidth from first post to last completion, in Gb/s (10^9 bit/s); perftest's MB/sec is MiB/s and is converted.\n")
@@ -336,7 +338,7 @@ var columns = []struct {
 	width int
 }{
 	{"test", -26}, {"tool", -10}, {"min us", 9}, {"median us", 10}, {"p99 us", 9}, {"p99.9 us", 9},
-	{"Gb/s", 9}, {"Mmsg/s", 8}, {"spread", 17}, {"rdmarun/perftest", 17},
+	{"Gb/s", 9}, {"Mmsg/s", 8}, {"spread", 17}, {"rdmarun/perftest", 17}, {"95% interval", 15}, {"verdict", -13},
 }
 
 func line(cells ...string) string {
@@ -367,34 +369,67 @@ func rows(t test, pt, rr []sample) string {
 	var first string
 	switch {
 	case t.msgRate:
-		first = line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), f("%.4g", p.msgsPerSec/1e6), spread(pt, rateOf, "%.4g"), "")
+		first = line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), f("%.4g", p.msgsPerSec/1e6), spread(pt, rateOf, "%.4g"), "", "", "")
 	case t.bandwidth:
-		first = line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), "", spread(pt, gbpsOf, "%.4f"), "")
+		first = line(t.name, "perftest", "", "", "", "", f("%.4f", p.bytesPerSec*8/1e9), "", spread(pt, gbpsOf, "%.4f"), "", "", "")
 	default:
-		first = line(t.name, "perftest", f("%.2f", p.min), f("%.2f", p.median), f("%.2f", p.p99), f("%.2f", p.p999), "", "", spread(pt, latencyOf, "%.2f"), "")
+		first = line(t.name, "perftest", f("%.2f", p.min), f("%.2f", p.median), f("%.2f", p.p99), f("%.2f", p.p999), "", "", spread(pt, latencyOf, "%.2f"), "", "", "")
 	}
 	return first + row(t, "rdmarun", pt, rr)
 }
 
 // row is the table row of one rdmarun build, with its ratio of medians
-// to perftest's.
+// to perftest's and the 95% interval of the ratio from the runs' spread
+// (rdmarun compare's method): "no difference" when it holds 1.
 func row(t test, label string, pt, rr []sample) string {
 	p, r := medianOf(pt), medianOf(rr)
 	f := func(format string, v float64) string { return fmt.Sprintf(format, v) }
-	ratio := func(v float64) string { return f("%.3f", v) }
+	of := latencyOf
+	switch {
+	case t.msgRate:
+		of = rateOf
+	case t.bandwidth:
+		of = gbpsOf
+	}
+	ratio, interval, verdict := f("%.3f", of(r)/of(p)), "", ""
 	_, ptOff := offLink(pt)
 	_, rrOff := offLink(rr)
-	if ptOff || rrOff {
-		ratio = func(float64) string { return "off link" }
+	switch {
+	case ptOff || rrOff:
+		ratio = "off link"
+	case len(pt) >= 2 && len(rr) >= 2 && positive(pt, of) && positive(rr, of):
+		_, lo, hi := baseline.RatioInterval(values(pt, of), values(rr, of), 0.95)
+		interval = fmt.Sprintf("[%.3f, %.3f]", lo, hi)
+		verdict = "no difference"
+		if lo > 1 || hi < 1 {
+			verdict = "differs"
+		}
 	}
 	switch {
 	case t.msgRate:
-		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), f("%.4g", r.msgsPerSec/1e6), spread(rr, rateOf, "%.4g"), ratio(r.msgsPerSec/p.msgsPerSec))
+		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), f("%.4g", r.msgsPerSec/1e6), spread(rr, rateOf, "%.4g"), ratio, interval, verdict)
 	case t.bandwidth:
-		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), "", spread(rr, gbpsOf, "%.4f"), ratio(r.bytesPerSec/p.bytesPerSec))
+		return line("", label, "", "", "", "", f("%.4f", r.bytesPerSec*8/1e9), "", spread(rr, gbpsOf, "%.4f"), ratio, interval, verdict)
 	default:
-		return line("", label, f("%.2f", r.min), f("%.2f", r.median), f("%.2f", r.p99), f("%.2f", r.p999), "", "", spread(rr, latencyOf, "%.2f"), ratio(r.median/p.median))
+		return line("", label, f("%.2f", r.min), f("%.2f", r.median), f("%.2f", r.p99), f("%.2f", r.p999), "", "", spread(rr, latencyOf, "%.2f"), ratio, interval, verdict)
 	}
+}
+
+func values(runs []sample, of func(sample) float64) []float64 {
+	out := make([]float64, len(runs))
+	for i, s := range runs {
+		out[i] = of(s)
+	}
+	return out
+}
+
+func positive(runs []sample, of func(sample) float64) bool {
+	for _, s := range runs {
+		if of(s) <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // pinnedCmd runs name with args, pinned to cpu when pin is set.

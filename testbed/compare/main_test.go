@@ -25,7 +25,7 @@ func TestRowsLineUp(t *testing.T) {
 	// each cell is a fixed offset: the header's title ends there, and each
 	// row's cell, when present, ends there too.
 	ends := map[string]int{}
-	for _, title := range []string{"median us", "Gb/s", "Mmsg/s", "rdmarun/perftest"} {
+	for _, title := range []string{"median us", "Gb/s", "Mmsg/s", "rdmarun/perftest", "95% interval"} {
 		ends[title] = strings.Index(lines[0], title) + len(title)
 	}
 	check := func(line int, cell, title string) {
@@ -41,6 +41,10 @@ func TestRowsLineUp(t *testing.T) {
 	}
 	check(2, "18.67", "median us")
 	check(2, "1.000", "rdmarun/perftest")
+	check(2, "[0.843, 1.187]", "95% interval") // symmetric about 1 in ratio: 0.843 x 1.187 = 1
+	if !strings.HasSuffix(lines[2], "no difference") {
+		t.Errorf("identical runs are not called no difference:\n%s", lines[2])
+	}
 	check(4, "10.0000", "Gb/s")
 	check(6, "1.05", "Mmsg/s")
 	check(6, "1.000", "rdmarun/perftest")
