@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rdmarun/rdmarun/fleet"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
 )
@@ -114,7 +115,11 @@ type Comparison struct {
 	Runs []RunChange `json:"runs"`
 	// Unmatched are tests that only one of the reports has.
 	Unmatched []Unmatched `json:"unmatched,omitempty"`
-	Summary   Summary     `json:"summary"`
+	// Suspects, for fleet reports, are what the regressed pairs blame, by
+	// the fleet's own rule: a host whose pairs regressed with most of its
+	// partners, else each regressed path as a link.
+	Suspects []fleet.Suspect `json:"suspects,omitempty"`
+	Summary  Summary         `json:"summary"`
 }
 
 // Source names a compared report.
@@ -139,6 +144,8 @@ type RunChange struct {
 	Verdict Verdict        `json:"verdict"`
 	Reason  string         `json:"reason,omitempty"`
 	Metrics []MetricChange `json:"metrics"`
+	// pair is a fleet run's pair in NEW's hosts.
+	pair *fleet.Pair
 }
 
 // MetricChange is one metric of a test: both values, new/base with its
@@ -206,7 +213,11 @@ func Reports(base, next *report.Report, baseFile, newFile string, o Options) (*C
 			c.Unmatched = append(c.Unmatched, Unmatched{Key: k, In: "base"})
 			continue
 		}
-		c.Runs = append(c.Runs, compareRuns(r, k, baseRuns[k], nr, o))
+		rc := compareRuns(r, k, baseRuns[k], nr, o)
+		if p := nr[0].Pair; p != nil {
+			rc.pair = &p.Pair
+		}
+		c.Runs = append(c.Runs, rc)
 	}
 	for _, k := range newOrder {
 		if _, ok := baseRuns[k]; !ok {
@@ -215,7 +226,32 @@ func Reports(base, next *report.Report, baseFile, newFile string, o Options) (*C
 	}
 	slices.SortStableFunc(c.Runs, func(a, b RunChange) int { return a.Verdict.rank() - b.Verdict.rank() })
 	c.tally()
+	if next.Fleet != nil {
+		s, err := suspects(next.Fleet.Hosts, c.Runs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", newFile, err)
+		}
+		c.Suspects = s
+	}
 	return c, nil
+}
+
+// suspects blames the regressed pairs as a fleet run blames its bad
+// ones (fleet.Suspects): each test is a metric, bad where it regressed.
+func suspects(hosts []fleet.Host, runs []RunChange) ([]fleet.Suspect, error) {
+	var outcomes []fleet.Outcome
+	for _, r := range runs {
+		if r.pair == nil {
+			continue
+		}
+		k := r.Key
+		k.Pair = ""
+		outcomes = append(outcomes, fleet.Outcome{Pair: *r.pair, Metric: k.String(), OK: r.Verdict != Regressed, Value: 1})
+	}
+	if len(outcomes) == 0 {
+		return nil, nil
+	}
+	return fleet.Suspects(hosts, outcomes, 0)
 }
 
 // group collects a report's runs by key, keys in first-seen order. A

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rdmarun/rdmarun/fleet"
 	"github.com/rdmarun/rdmarun/internal/schematest"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
@@ -228,5 +231,96 @@ func TestWriters(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden(t, filepath.Join("testdata", w.name), b.Bytes())
+	}
+}
+
+// fleetReportOf is a 4-host all-pairs fleet report of one latency case,
+// each pair's RTT scaled by slow(a, b).
+func fleetReportOf(seed uint64, slow func(a, b int) float64) *report.Report {
+	gen := rand.New(rand.NewPCG(seed, 13))
+	rep := &report.Report{Schema: report.Schema, Scenario: "fleet", Fleet: &report.Fleet{}}
+	for i := range 4 {
+		rep.Fleet.Hosts = append(rep.Fleet.Hosts, fleet.Host{Name: fmt.Sprintf("h%d", i)})
+	}
+	spec, _ := rdma.TestSpec{Op: rdma.OpWrite, Measure: rdma.MeasureLatency, Size: 64}.Complete()
+	for a := range 4 {
+		for b := range 4 {
+			if a == b {
+				continue
+			}
+			res := runOf(gen, unimodal, 1000, slow(a, b))
+			res.Requester, res.Responder = rdma.EndpointInfo{Device: "rxe" + fmt.Sprint(a)}, rdma.EndpointInfo{Device: "rxe" + fmt.Sprint(b)}
+			rep.Runs = append(rep.Runs, report.Run{Case: "lat", Status: report.Passed, Spec: spec, Result: res,
+				Pair: &report.PairRun{A: fmt.Sprintf("h%d", a), B: fmt.Sprintf("h%d", b), Pair: fleet.Pair{A: fleet.NIC{Host: a}, B: fleet.NIC{Host: b}}}})
+		}
+	}
+	return rep
+}
+
+// TestFleetSuspects: pairs that regressed are blamed as a fleet blames
+// bad pairs: one slow path is a link, a host slow with every partner is
+// the host, and a quiet fleet names nothing.
+func TestFleetSuspects(t *testing.T) {
+	none := func(a, b int) float64 { return 1 }
+	for _, tc := range []struct {
+		name string
+		slow func(a, b int) float64
+		want []string
+	}{
+		{"quiet", none, nil},
+		{"one path", func(a, b int) float64 {
+			if a+b == 1 { // h0 -> h1 and h1 -> h0
+				return 3
+			}
+			return 1
+		}, []string{"link h0 <-> h1"}},
+		{"one host", func(a, b int) float64 {
+			if a == 2 || b == 2 {
+				return 3
+			}
+			return 1
+		}, []string{"host h2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Reports(fleetReportOf(1, none), fleetReportOf(2, tc.slow), "base.json", "new.json", DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range c.Suspects {
+				got = append(got, s.Kind+" "+s.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("suspects %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFleetSuspectsWritten: the suspects reach the text and match the
+// JSON schema.
+func TestFleetSuspectsWritten(t *testing.T) {
+	slow := func(a, b int) float64 {
+		if a+b == 1 {
+			return 3
+		}
+		return 1
+	}
+	c, err := Reports(fleetReportOf(1, func(int, int) float64 { return 1 }), fleetReportOf(2, slow), "base.json", "new.json", DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js bytes.Buffer
+	if err := Text(&text, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "suspects (what the regressed pairs blame):\n  1. link h0 <-> h1: h0 -> h1 lat write latency 64 B qps=1 busy_poll: failed") {
+		t.Errorf("text lacks the suspect:\n%s", text.String())
+	}
+	if err := JSON(&js, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := schematest.Validate(t, schematest.Compile(t, "schema.json"), js.Bytes()); err != nil {
+		t.Error(err)
 	}
 }

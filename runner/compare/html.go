@@ -40,7 +40,10 @@ svg.bar{vertical-align:middle}.band{fill:#e8eef8}.one{stroke:#444}.iv{stroke:#33
 Latencies are round trips (RTT) in microseconds; bandwidth is Gb/s (10^9 bit/s).</p>
 <p class="summary">{{.Summary.Compared}} compared: <span class="regressed">{{.Summary.Regressed}} regressed</span>, <span class="improved">{{.Summary.Improved}} improved</span>,
 {{.Summary.Unchanged}} no significant change, <span class="not_judged">{{.Summary.NotJudged}} not judged</span>, <span class="incomparable">{{.Summary.Incomparable}} incomparable</span>; {{.Summary.Unmatched}} unmatched</p>
-{{range .Runs}}<h2 class="{{.Verdict}}">{{verdict .Verdict}}: {{.Key}}</h2>
+{{with .Suspects}}<h2 class="regressed">Suspects</h2><p>What the regressed pairs blame: a host whose pairs regressed with most of its partners, else each path.</p>
+<table><tr><th>kind</th><th>name</th><th>evidence</th></tr>
+{{range .}}<tr><td class="name">{{.Kind}}</td><td class="name">{{.Name}}</td><td class="name">{{range .Evidence}}<div>{{.}}</div>{{end}}</td></tr>
+{{end}}</table>{{end}}{{range .Runs}}<h2 class="{{.Verdict}}">{{verdict .Verdict}}: {{.Key}}</h2>
 <p>runs: {{.BaseRuns}} base, {{.NewRuns}} new{{method .}}{{if .Reason}}; {{.Reason}}{{end}}</p>
 {{if .Metrics}}<table><tr><th>metric</th><th>base</th><th>new</th><th>change [interval]</th><th>new/base</th><th>verdict</th></tr>
 {{range .Metrics}}<tr><td class="name">{{metric .Name}}</td><td>{{value .Unit .Base}}</td><td>{{value .Unit .New}}</td><td>{{change .}}</td><td>{{bar . $.Opts.MinEffect}}</td><td class="{{.Verdict}}">{{verdict .Verdict}}{{if .Reason}}<br><small>{{.Reason}}</small>{{end}}</td></tr>

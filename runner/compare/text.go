@@ -33,6 +33,12 @@ func Text(w io.Writer, c *Comparison) error {
 	for _, u := range c.Unmatched {
 		fmt.Fprintf(&b, "unmatched: %s is only in %s\n", u.Key, u.In)
 	}
+	for i, s := range c.Suspects {
+		if i == 0 {
+			b.WriteString("\nsuspects (what the regressed pairs blame):\n")
+		}
+		fmt.Fprintf(&b, "  %d. %s %s: %s\n", i+1, s.Kind, s.Name, strings.Join(s.Evidence, "; "))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
