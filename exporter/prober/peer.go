@@ -27,17 +27,18 @@ func (t PeerTransport) Open(p Peer, spec rdma.Test, keep time.Duration) Link {
 // only, not a control connection, a handshake and QPs set up and torn
 // down. A probe on a session that can no longer run (the responder
 // restarted, or the session idled out) sets up a new one; a probe that
-// fails closes its session, so the next starts clean.
+// fails ends its session, which Settle closes, so the next starts clean.
 type peerLink struct {
-	t    PeerTransport
-	peer Peer
-	spec rdma.Test
-	keep time.Duration
-	s    *peer.Session
+	t     PeerTransport
+	peer  Peer
+	spec  rdma.Test
+	keep  time.Duration
+	s     *peer.Session
+	ended bool // the last probe ended s: Settle closes it
 }
 
 func (l *peerLink) Probe(ctx context.Context) (*rdma.Result, time.Duration, error) {
-	if l.s != nil && !l.s.Usable() {
+	if l.s != nil && (l.ended || !l.s.Usable()) {
 		l.Close()
 	}
 	var setup time.Duration
@@ -54,9 +55,7 @@ func (l *peerLink) Probe(ctx context.Context) (*rdma.Result, time.Duration, erro
 		l.s = s
 	}
 	res, err := l.s.Run(ctx)
-	if err != nil || l.s.Idle() == 0 {
-		l.Close()
-	}
+	l.ended = err != nil || l.s.Idle() == 0
 	return res, setup, err
 }
 
@@ -81,9 +80,21 @@ func (l *peerLink) dial(ctx context.Context) (*peer.Session, error) {
 	return peer.Dial(ctx, cc, l.spec, l.keep)
 }
 
+func (l *peerLink) Settle() {
+	if !l.ended || l.s == nil {
+		return
+	}
+	start := time.Now()
+	l.Close()
+	if l.t.Logger != nil {
+		l.t.Logger.Debug("session closed", "target", l.peer.Addr, "took", time.Since(start))
+	}
+}
+
 func (l *peerLink) Close() {
 	if l.s != nil {
 		l.s.Close()
 		l.s = nil
 	}
+	l.ended = false
 }

@@ -326,3 +326,95 @@ func benchmarkScrape(b *testing.B, targets int, registry bool, headers map[strin
 	b.ReportMetric(float64(size), "body-B")
 	b.ReportMetric(heap, "heap-B/target")
 }
+
+// slowSettleLink fails its probe at once and then takes settle to free
+// the connection, as rxe takes seconds to destroy the QPs of a session
+// whose link went down.
+type slowSettleLink struct {
+	settle  time.Duration
+	m       *Metrics
+	atStart float64 // the duration gauge when Settle began
+	settled bool
+}
+
+func (l *slowSettleLink) Probe(context.Context) (*rdma.Result, time.Duration, error) {
+	return nil, 0, &rdma.CompletionError{Status: rdma.WCRetryExcErr}
+}
+
+func (l *slowSettleLink) Settle() {
+	l.atStart = testutil.ToFloat64(l.m.duration.WithLabelValues(key.values()...))
+	time.Sleep(l.settle)
+	l.settled = true
+}
+
+func (l *slowSettleLink) Close() {}
+
+// TestProbeDurationLeavesOutTeardown: a failed probe's duration is the
+// time to its outcome; freeing the broken connection afterwards is not
+// the probe's (in the testbed it took rxe up to 2.5 s, and a probe that
+// failed in 0.6 s was recorded as 3.1 s, past its 2.5 s timeout). The
+// link is still settled before ProbeLink returns, so the next probe
+// starts clean.
+func TestProbeDurationLeavesOutTeardown(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	m.Init(key, false)
+	l := &slowSettleLink{settle: 300 * time.Millisecond, m: m}
+	took, err := ProbeLink(context.Background(), l, m, key, time.Second)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if !l.settled {
+		t.Fatal("ProbeLink returned before the link was settled")
+	}
+	if l.atStart <= 0 {
+		t.Errorf("the duration was not recorded before Settle (gauge %v)", l.atStart)
+	}
+	got := testutil.ToFloat64(m.duration.WithLabelValues(key.values()...))
+	if got >= l.settle.Seconds() || took >= l.settle {
+		t.Errorf("probe duration %v s (took %v) includes the %v teardown", got, took, l.settle)
+	}
+}
+
+// lateLink's probe returns late past its context's end, as a run whose
+// worker is held in a verbs call does.
+type lateLink struct {
+	late          time.Duration
+	returned      bool
+	settledBefore bool // Settle came before the probe returned
+}
+
+func (l *lateLink) Probe(ctx context.Context) (*rdma.Result, time.Duration, error) {
+	<-ctx.Done()
+	time.Sleep(l.late)
+	l.returned = true
+	return nil, 0, ctx.Err()
+}
+
+func (l *lateLink) Settle() { l.settledBefore = !l.returned }
+
+func (l *lateLink) Close() {}
+
+// TestProbeRecordedAtItsDeadline: a probe that returns long after its
+// deadline is recorded as a timeout by the deadline and a grace, and
+// ProbeLink waits for it, and settles the link after it, before it
+// returns.
+func TestProbeRecordedAtItsDeadline(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	m.Init(key, false)
+	l := &lateLink{late: time.Second}
+	const timeout = 100 * time.Millisecond
+	start := time.Now()
+	took, err := ProbeLink(context.Background(), l, m, key, timeout)
+	if !errors.Is(err, errTimeout) {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	if !l.returned || l.settledBefore {
+		t.Errorf("ProbeLink returned (%v) or settled the link before the probe returned", time.Since(start))
+	}
+	if took > timeout+returnGrace+100*time.Millisecond {
+		t.Errorf("recorded %v for a probe with a %v timeout: the late return was counted", took, timeout)
+	}
+	if v := testutil.ToFloat64(m.probes.WithLabelValues(append(key.values(), "timeout")...)); v != 1 {
+		t.Errorf("timeout count %v, want 1", v)
+	}
+}

@@ -125,8 +125,8 @@ func (s *Scheduler) loop(ctx context.Context, j Job) {
 			s.shed.Inc()
 		default:
 			s.lag.Observe(start.Sub(due).Seconds())
-			if err := ProbeLink(ctx, link, s.Metrics, j.Key, j.Timeout); err != nil && ctx.Err() == nil {
-				s.Logger.Debug("probe failed", "target", j.Peer.Addr, "op", j.Key.Op, "size", j.Key.Size, "err", err)
+			if took, err := ProbeLink(ctx, link, s.Metrics, j.Key, j.Timeout); err != nil && ctx.Err() == nil {
+				s.Logger.Debug("probe failed", "target", j.Peer.Addr, "op", j.Key.Op, "size", j.Key.Size, "took", took, "err", err)
 			}
 		}
 		// The next probe is due an interval after this one was, not
