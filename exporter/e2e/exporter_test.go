@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -330,6 +331,17 @@ func TestExportersProbeEachOther(t *testing.T) {
 				t.Errorf("%s: a failed probe took %.3f s, more than its %v timeout", e.name, m.GetGauge().GetValue(), probeTimeout)
 			}
 		}
+		// The gauge holds the last probe only: the log has every one.
+		n := 0
+		for _, took := range failedProbeTimes(t, e) {
+			n++
+			if took > probeTimeout+500*time.Millisecond {
+				t.Errorf("%s: a failed probe took %v (exporter log), more than its %v timeout", e.name, took, probeTimeout)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no failed probe in the exporter's log", e.name)
+		}
 	}
 
 	// Link up: the same processes recover.
@@ -423,4 +435,25 @@ responder:
 			break
 		}
 	}
+}
+
+var failedTook = regexp.MustCompile(`msg="probe failed" .*\btook=(\S+)`)
+
+// failedProbeTimes reads the duration of every failed probe from e's
+// debug log.
+func failedProbeTimes(t *testing.T, e *exporter) []time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(e.logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []time.Duration
+	for _, m := range failedTook.FindAllSubmatch(b, -1) {
+		d, err := time.ParseDuration(string(m[1]))
+		if err != nil {
+			t.Fatalf("%s's log: took=%s: %v", e.name, m[1], err)
+		}
+		out = append(out, d)
+	}
+	return out
 }
