@@ -18,12 +18,13 @@ import (
 type outputs struct {
 	json, junit, html string
 	quiet             bool
+	verbose           bool
 	// set records which outputs were given: kingpin hands a lone "-" over
 	// as "", so a given output with an empty path means stdout.
 	set [3]bool
-	// text writes the report to the terminal: report.Text for scenarios,
-	// report.Compact for one bench test.
-	text func(io.Writer, *report.Report) error
+	// text writes the report to the terminal: TextOptions.Text for
+	// scenarios, TextOptions.Compact for one bench test.
+	text func(report.TextOptions, io.Writer, *report.Report) error
 }
 
 func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
@@ -31,6 +32,7 @@ func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
 	cmd.Flag("junit", "Write JUnit XML here (one testcase per case x size x qps x mode; - for stdout).").IsSetByUser(&o.set[1]).StringVar(&o.junit)
 	cmd.Flag("html", "Write a self-contained HTML report here (- for stdout).").IsSetByUser(&o.set[2]).StringVar(&o.html)
 	cmd.Flag("quiet", "Print only the summary and failures.").BoolVar(&o.quiet)
+	cmd.Flag("verbose", "Print every side's counters for every run, the zero ones and the ones its drivers do not count (by default only the counters that moved; --json, --junit and --html always hold them all).").BoolVar(&o.verbose)
 }
 
 // execute runs each scenario on its target, prints and writes the
@@ -64,7 +66,7 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 		}
 		reports = append(reports, rep)
 		if !out.quiet || rep.Summary.Failed+rep.Summary.Errors > 0 {
-			if err := out.text(textOut, rep); err != nil {
+			if err := out.text(report.TextOptions{Verbose: out.verbose}, textOut, rep); err != nil {
 				return err
 			}
 		}
