@@ -151,15 +151,11 @@ func (o *outputs) write(stdout io.Writer, reports []*report.Report) error {
 	return nil
 }
 
-// progress prints one line per run: on a terminal it rewrites the line,
-// in CI it prints plain lines a log keeps.
+// progress prints one line per run: on a terminal someone watches it
+// rewrites the line (see liveLine), anywhere else it prints plain lines
+// a log keeps.
 func progress(w io.Writer) func(int, int, *report.Run) {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
+	tty := liveLine(w, os.Getenv)
 	return func(done, total int, r *report.Run) {
 		if r.Pair != nil {
 			// A fleet's pairs run at once: a line each, terminal or not.
