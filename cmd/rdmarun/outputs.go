@@ -100,7 +100,7 @@ func executeOne(ctx context.Context, sc *runner.Scenario, name string, at *where
 		}
 		return rep, nil
 	}
-	target, err := at.target(sc)
+	target, err := openTarget(at, sc)
 	if err != nil {
 		return nil, err
 	}
