@@ -18,7 +18,7 @@ type benchCmd struct {
 }
 
 func newBenchCmd(app *kingpin.Application) *benchCmd {
-	c := &benchCmd{outputs: outputs{text: report.Compact}}
+	c := &benchCmd{outputs: outputs{text: report.TextOptions.Compact}}
 	cmd := app.Command("bench", "Run one test: against a responder (rdmarun serve) with --peer, or between two endpoints in this process (two devices, or one device to itself).").Alias("loopback")
 	cmd.Flag("peer", "loopback, or HOST[:PORT] of rdmarun serve.").Default("loopback").StringVar(&c.peer)
 	c.addTLSFlags(cmd)

@@ -55,7 +55,7 @@ func TestFleetRefusesOnePairFlags(t *testing.T) {
 	} {
 		sc := fleetOf(t, "a", "b")
 		var stdout, stderr bytes.Buffer
-		err := execute(&stdout, &stderr, []*runner.Scenario{sc}, []string{"fleet.yaml"}, &tc.at, &outputs{text: report.Text})
+		err := execute(&stdout, &stderr, []*runner.Scenario{sc}, []string{"fleet.yaml"}, &tc.at, &outputs{text: report.TextOptions.Text})
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != exitInvalid || !strings.Contains(err.Error(), "fleet.yaml: "+tc.want+" be used with a fleet scenario (it names hosts:); list each host's devices") {
 			t.Errorf("%+v: %v, want exit 3 naming %q", tc.at, err, tc.want)
@@ -96,7 +96,7 @@ func TestFleetNoHostAnswers(t *testing.T) {
 		t.Fatal("the scenario's first run is not the latency run")
 	}
 	dir := t.TempDir()
-	out := &outputs{json: filepath.Join(dir, "out.json"), text: report.Text}
+	out := &outputs{json: filepath.Join(dir, "out.json"), text: report.TextOptions.Text}
 	var stdout, stderr bytes.Buffer
 	err := execute(&stdout, &stderr, []*runner.Scenario{sc}, []string{"fleet.yaml"}, &where{}, out)
 	var ee *exitError

@@ -18,12 +18,13 @@ import (
 type outputs struct {
 	json, junit, html string
 	quiet             bool
+	verbose           bool
 	// set records which outputs were given: kingpin hands a lone "-" over
 	// as "", so a given output with an empty path means stdout.
 	set [3]bool
-	// text writes the report to the terminal: report.Text for scenarios,
-	// report.Compact for one bench test.
-	text func(io.Writer, *report.Report) error
+	// text writes the report to the terminal: TextOptions.Text for
+	// scenarios, TextOptions.Compact for one bench test.
+	text func(report.TextOptions, io.Writer, *report.Report) error
 }
 
 func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
@@ -31,6 +32,7 @@ func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
 	cmd.Flag("junit", "Write JUnit XML here (one testcase per case x size x qps x mode; - for stdout).").IsSetByUser(&o.set[1]).StringVar(&o.junit)
 	cmd.Flag("html", "Write a self-contained HTML report here (- for stdout).").IsSetByUser(&o.set[2]).StringVar(&o.html)
 	cmd.Flag("quiet", "Print only the summary and failures.").BoolVar(&o.quiet)
+	cmd.Flag("verbose", "Print every side's counters for every run, the zero ones and the ones its drivers do not count (by default only the counters that moved; --json, --junit and --html always hold them all).").BoolVar(&o.verbose)
 }
 
 // execute runs each scenario on its target, prints and writes the
@@ -64,7 +66,7 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 		}
 		reports = append(reports, rep)
 		if !out.quiet || rep.Summary.Failed+rep.Summary.Errors > 0 {
-			if err := out.text(textOut, rep); err != nil {
+			if err := out.text(report.TextOptions{Verbose: out.verbose}, textOut, rep); err != nil {
 				return err
 			}
 		}
@@ -98,7 +100,7 @@ func executeOne(ctx context.Context, sc *runner.Scenario, name string, at *where
 		}
 		return rep, nil
 	}
-	target, err := at.target(sc)
+	target, err := openTarget(at, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -149,15 +151,11 @@ func (o *outputs) write(stdout io.Writer, reports []*report.Report) error {
 	return nil
 }
 
-// progress prints one line per run: on a terminal it rewrites the line,
-// in CI it prints plain lines a log keeps.
+// progress prints one line per run: on a terminal someone watches it
+// rewrites the line (see liveLine), anywhere else it prints plain lines
+// a log keeps.
 func progress(w io.Writer) func(int, int, *report.Run) {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
+	tty := liveLine(w, os.Getenv)
 	return func(done, total int, r *report.Run) {
 		if r.Pair != nil {
 			// A fleet's pairs run at once: a line each, terminal or not.

@@ -21,7 +21,7 @@ type scenarioCmd struct {
 }
 
 func newScenarioCmds(app *kingpin.Application) (run, validate *scenarioCmd) {
-	run, validate = &scenarioCmd{outputs: outputs{text: report.Text}}, &scenarioCmd{}
+	run, validate = &scenarioCmd{outputs: outputs{text: report.TextOptions.Text}}, &scenarioCmd{}
 	rc := app.Command("run", "Run YAML scenarios (the default: `rdmarun FILE...`).").Default()
 	rc.Arg("file", "Scenario files.").Required().StringsVar(&run.files)
 	run.addSets(rc)

@@ -33,6 +33,10 @@ func (c *where) addTLSFlags(cmd *kingpin.CmdClause) {
 	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&c.tls.KeyFile)
 }
 
+// openTarget is (*where).target; tests replace it to run the whole
+// command, report and progress included, on runs they answer themselves.
+var openTarget = (*where).target
+
 // target builds where the scenario runs, flags over the scenario's own
 // settings.
 func (c *where) target(sc *runner.Scenario) (runner.Target, error) {

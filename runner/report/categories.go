@@ -27,6 +27,9 @@ type categoryRow struct {
 	Name  string
 	Value string // "not reported" for a category the side lacks
 	Why   string // why it is not reported
+	// Moved is a count other than zero: the rows a quiet text report
+	// keeps, as a zero there only lengthens every run's lines.
+	Moved bool
 }
 
 // pauseCategories are abbreviated together where a side lacks them all,
@@ -50,13 +53,13 @@ func runCategories(run Run) []sideCategories {
 		}
 		for _, cat := range portstats.CategoryNames {
 			if v, ok := c.Values[cat]; ok {
-				s.Rows = append(s.Rows, categoryRow{Name: cat, Value: fmt.Sprint(v)})
+				s.Rows = append(s.Rows, categoryRow{Name: cat, Value: fmt.Sprint(v), Moved: v != 0})
 			} else {
 				s.Rows = append(s.Rows, categoryRow{Name: cat, Value: "not reported", Why: c.Why(cat)})
 			}
 		}
 		for _, p := range movedPause(c) {
-			s.Rows = append(s.Rows, categoryRow{Name: "pause " + priorityName(p.Priority), Value: pauseText(p)})
+			s.Rows = append(s.Rows, categoryRow{Name: "pause " + priorityName(p.Priority), Value: pauseText(p), Moved: true})
 		}
 		out = append(out, s)
 	}
@@ -121,10 +124,16 @@ func pauseText(p portstats.PriorityPause) string {
 
 // line is the side in one line of text: the values, the priorities
 // whose pause moved, and the unreported categories by name (their
-// reasons are in the JSON report, and in a threshold's error).
-func (s sideCategories) line() string {
+// reasons are in the JSON report, and in a threshold's error). Unless
+// verbose it holds only the counts that moved, and is empty when none
+// did: what a side does not count is the same on every run of a
+// driver, and the JSON, JUnit and HTML reports keep it all.
+func (s sideCategories) line(verbose bool) string {
 	head := "counters " + s.Device + " (" + s.Role + "): "
 	if s.Absent != "" {
+		if !verbose {
+			return ""
+		}
 		return head + s.Absent
 	}
 	var values, prios, unreported []string
@@ -132,11 +141,19 @@ func (s sideCategories) line() string {
 		switch {
 		case r.Why != "":
 			unreported = append(unreported, r.Name)
+		case !verbose && !r.Moved:
 		case strings.HasPrefix(r.Name, "pause "):
 			prios = append(prios, r.Name+": "+r.Value)
 		default:
 			values = append(values, r.Name+" "+r.Value)
 		}
+	}
+	if !verbose {
+		moved := slices.DeleteFunc([]string{strings.Join(values, ", "), strings.Join(prios, "; ")}, func(s string) bool { return s == "" })
+		if len(moved) == 0 {
+			return ""
+		}
+		return head + strings.Join(moved, "; ")
 	}
 	if !slices.ContainsFunc(pauseCategories, func(cat string) bool { return !slices.Contains(unreported, cat) }) {
 		unreported = slices.DeleteFunc(unreported, func(cat string) bool { return slices.Contains(pauseCategories, cat) })
@@ -156,12 +173,15 @@ func (s sideCategories) line() string {
 }
 
 // categoriesText writes a line per side of every run that has sides,
-// each starting with indent and the run's label.
-func categoriesText(w io.Writer, runs []Run, indent string) {
+// each starting with indent and the run's label; unless verbose, only
+// for the sides whose counts moved.
+func categoriesText(w io.Writer, runs []Run, indent string, verbose bool) {
 	for _, run := range runs {
 		label := lineLabel(run)
 		for _, s := range runCategories(run) {
-			fmt.Fprintf(w, "%s%s: %s\n", indent, label, s.line())
+			if line := s.line(verbose); line != "" {
+				fmt.Fprintf(w, "%s%s: %s\n", indent, label, line)
+			}
 		}
 	}
 }

@@ -17,9 +17,9 @@ import (
 // that failed and a summary. Text's table, which fits any scenario, has
 // no room for all of that. A fleet report gets Text's matrices and
 // suspects, without its table of every pair's runs.
-func Compact(w io.Writer, r *Report) error {
+func (o TextOptions) Compact(w io.Writer, r *Report) error {
 	if r.Fleet != nil {
-		return fleetText(w, r, false)
+		return fleetText(w, r, false, o)
 	}
 	var lat, bw []Run
 	for _, run := range r.Runs {
@@ -93,7 +93,7 @@ func Compact(w io.Writer, r *Report) error {
 		}
 	}
 	problems(w, r.Runs, "")
-	categoriesText(w, r.Runs, "")
+	categoriesText(w, r.Runs, "", o.Verbose)
 	summary(w, r)
 	return nil
 }

@@ -60,7 +60,7 @@ func cellText(c *fleet.Cell, u metricUnit) string {
 // question a fleet run asks (which host or link is bad). With tables
 // (Text) every run follows in a table per case, its pair first; without
 // (Compact) only the runs that failed or errored do.
-func fleetText(w io.Writer, r *Report, tables bool) error {
+func fleetText(w io.Writer, r *Report, tables bool, o TextOptions) error {
 	f := r.Fleet
 	fmt.Fprintf(w, "scenario %s (%s), %d hosts from %s, pattern %s, %s\n", r.Scenario, r.File, len(f.Hosts), f.Source, f.Pattern, r.Tool)
 	fmt.Fprintf(w, "Latency in microseconds (RTT, the round trip); bandwidth in Gb/s (10^9 bit/s).\n")
@@ -75,7 +75,7 @@ func fleetText(w io.Writer, r *Report, tables bool) error {
 	setupText(w, f.Setup)
 	if tables {
 		for _, c := range r.Cases() {
-			if err := caseTable(w, c, []string{"pair", "round"}, pairCells); err != nil {
+			if err := caseTable(w, c, o, []string{"pair", "round"}, pairCells); err != nil {
 				return err
 			}
 		}

@@ -123,6 +123,8 @@ func TestWriters(t *testing.T) {
 	}{
 		{"report.txt", func(b *bytes.Buffer, r *Report) error { return Text(b, r) }},
 		{"report.compact.txt", func(b *bytes.Buffer, r *Report) error { return Compact(b, r) }},
+		{"report.verbose.txt", func(b *bytes.Buffer, r *Report) error { return TextOptions{Verbose: true}.Text(b, r) }},
+		{"report.compact.verbose.txt", func(b *bytes.Buffer, r *Report) error { return TextOptions{Verbose: true}.Compact(b, r) }},
 		{"report.json", func(b *bytes.Buffer, r *Report) error { return JSON(b, r) }},
 		{"report.junit.xml", func(b *bytes.Buffer, r *Report) error { return JUnit(b, r) }},
 		{"report.html", func(b *bytes.Buffer, r *Report) error { return HTML(b, r) }},

@@ -11,18 +11,34 @@ import (
 	"github.com/rdmarun/rdmarun/units"
 )
 
+// TextOptions say how much Text and Compact show; the zero value is
+// what a terminal or a CI log wants.
+type TextOptions struct {
+	// Verbose gives every side of every run a counters line with all its
+	// categories, zero ones and the ones its drivers lack. Without it a
+	// side has a line only when a count moved, with only what moved: on
+	// a quiet link those lines are most of a long report and say nothing.
+	Verbose bool
+}
+
+// Text writes the report with the zero TextOptions.
+func Text(w io.Writer, r *Report) error { return TextOptions{}.Text(w, r) }
+
+// Compact writes the report with the zero TextOptions.
+func Compact(w io.Writer, r *Report) error { return TextOptions{}.Compact(w, r) }
+
 // Text writes the report for a terminal or a CI log: one table per case,
 // with units in the headers, then the verdicts that failed and a summary.
 // A fleet report opens with a matrix per metric, the rounds and the
 // suspects, and its tables name the pair that ran each run.
-func Text(w io.Writer, r *Report) error {
+func (o TextOptions) Text(w io.Writer, r *Report) error {
 	if r.Fleet != nil {
-		return fleetText(w, r, true)
+		return fleetText(w, r, true, o)
 	}
 	fmt.Fprintf(w, "scenario %s (%s), peer %s, %s\n", r.Scenario, r.File, r.Peer, r.Tool)
 	fmt.Fprintf(w, "Latency in microseconds: RTT is the round trip; one-way is RTT/2 (send and write only). Bandwidth in Gb/s (10^9 bit/s) and GiB/s.\n")
 	for _, c := range r.Cases() {
-		if err := caseTable(w, c, nil, nil); err != nil {
+		if err := caseTable(w, c, o, nil, nil); err != nil {
 			return err
 		}
 	}
@@ -37,7 +53,7 @@ func Text(w io.Writer, r *Report) error {
 // caseTable writes one case's runs as a table and then their problems.
 // lead, when set, gives each row's first cells, under the headers in
 // leadHeader: a fleet's pair and round.
-func caseTable(w io.Writer, c CaseRuns, leadHeader []string, lead func(Run) []string) error {
+func caseTable(w io.Writer, c CaseRuns, o TextOptions, leadHeader []string, lead func(Run) []string) error {
 	fmt.Fprintf(w, "\ncase %s: %s %s\n", c.Name, c.Runs[0].Spec.Op, c.Runs[0].Spec.QPType)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := append(slices.Clone(leadHeader), "size", "qps", "mode", "measure", "RTT p50", "RTT p99", "RTT p99.9", "one-way p50", "Gb/s", "GiB/s", "Mmsg/s", "status")
@@ -61,7 +77,7 @@ func caseTable(w io.Writer, c CaseRuns, leadHeader []string, lead func(Run) []st
 	deliveryText(w, c.Runs, "  ")
 	srqText(w, c.Runs, "  ")
 	problems(w, c.Runs, "  ")
-	categoriesText(w, c.Runs, "  ")
+	categoriesText(w, c.Runs, "  ", o.Verbose)
 	return nil
 }
 
