@@ -30,15 +30,32 @@ const maxRuns = 10000
 // within 10 s, expanding a Slurm node list) and plans their pairs.
 // The error, when there is one, is an ErrorList.
 func Load(path string, overrides map[string]string) (*Scenario, error) {
+	return LoadWith(path, LoadOptions{Vars: overrides})
+}
+
+// LoadOptions are what a command line adds to a scenario file.
+type LoadOptions struct {
+	// Vars replace the values of variables declared under vars:
+	// (--set NAME=VALUE).
+	Vars map[string]string
+	// Baseline, when set, replaces the file's baseline: (--baseline
+	// FILE); a relative path is the working directory's.
+	Baseline string
+}
+
+// LoadWith is Load with the command line's additions. Beyond Load's
+// checks, it reads the baseline's report.
+func LoadWith(path string, o LoadOptions) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{file: path}
-	sc := l.parse(data, overrides)
+	l := &loader{file: path, baselineFlag: o.Baseline}
+	sc := l.parse(data, o.Vars)
 	dir := filepath.Dir(path)
 	if len(l.errs) == 0 {
 		l.resolveFleet(dir)
+		l.readBaseline(sc, dir)
 	}
 	if err := l.result(); err != nil {
 		return nil, err
@@ -96,6 +113,16 @@ type loader struct {
 	// to the flag that gave it: errors name that, and have no place.
 	spelled map[string]string
 	fleet   *fleetDraft // nil unless the file gives a fleet key
+
+	// baselineFlag is --baseline, which replaces baseline:.
+	baselineFlag string
+	// haveBaseline says the scenario gives a baseline (or the flag
+	// does), so that conditions may read it; baselineUsers counts them.
+	haveBaseline  bool
+	baselineUsers int
+	// baselineNode is the baseline: key, baselineAt its file's value;
+	// both nil when the flag gave it.
+	baselineNode, baselineAt *yaml.Node
 }
 
 // errorf records a problem at n (nil: no place in the file).
@@ -166,6 +193,7 @@ func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
 		}
 		l.parseTop(sc, key, p.k, p.v)
 	}
+	l.applyBaselineFlag(sc)
 	l.checkFleet(sc, pairs)
 	if sc.TokenFile != "" && sc.IsLoopback() {
 		l.errorf(pairs["token_file"].k, "token_file", "applies to a remote peer only; with peer: loopback both ends are in this process")
@@ -183,6 +211,7 @@ func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
 		return sc
 	}
 	l.parseCases(sc, p.k, p.v, &defaults)
+	l.checkBaseline(sc)
 	if p, ok := pairs["repeat"]; ok {
 		l.repeatRuns(sc, p.k)
 	}
@@ -223,7 +252,7 @@ func (l *loader) syntaxError(err error) {
 	l.errs = append(l.errs, &Error{File: l.file, Msg: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 }
 
-var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"repeat", "vars", "defaults", "cases"})
+var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"repeat", "baseline", "vars", "defaults", "cases"})
 
 func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 	switch key {
@@ -276,6 +305,8 @@ func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 		if n, ok := l.int(v, key, 1, maxRuns, fmt.Sprintf("write how many times to run every case, 1 to %d", maxRuns)); ok {
 			sc.Repeat = n
 		}
+	case "baseline":
+		sc.Baseline = l.parseBaseline(k, v)
 	default:
 		if slices.Contains(fleetKeys, key) {
 			l.parseFleetKey(key, k, v)

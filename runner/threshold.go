@@ -23,6 +23,9 @@ type Threshold struct {
 	program  *vm.Program
 	names    []string // Env names it reads, first use first
 	counters []string // names passed to counter() as literals
+	// compared are its regressed() and improved() calls, which read the
+	// comparison with the baseline.
+	compared []comparedCall
 }
 
 // maxThresholdLen bounds an expression; a condition longer than this is
@@ -40,16 +43,19 @@ func CompileThreshold(src string) (*Threshold, error) {
 		return nil, fmt.Errorf("condition is %d characters long; at most %d", len(src), maxThresholdLen)
 	}
 	code := rewriteDurations(src)
+	if err := checkCompareCalls(code); err != nil {
+		return nil, err
+	}
 	// Compiled first without AsBool, so a condition that is not true or
 	// false is told by its type, not by the compiler's message.
-	typed, err := expr.Compile(code, expr.Env(Env{}))
+	typed, err := expr.Compile(code, expr.Env(Env{}), expr.Patch(comparePatch{}))
 	if err != nil {
 		return nil, explainCompileError(src, code, err)
 	}
 	if k := typed.Node().Type(); k != nil && k.Kind() != reflect.Bool && k.Kind() != reflect.Interface {
 		return nil, fmt.Errorf("%q is %s, not true or false; write a comparison such as p99 < 5us", src, typeWord(k))
 	}
-	program, err := expr.Compile(code, expr.Env(Env{}), expr.AsBool())
+	program, err := expr.Compile(code, expr.Env(Env{}), expr.Patch(comparePatch{}), expr.AsBool())
 	if err != nil {
 		return nil, explainCompileError(src, code, err)
 	}
@@ -81,8 +87,10 @@ func explainCompileError(src, code string, err error) error {
 		if s := didYouMean(name, knownNames(), false); s != "" {
 			hint = " (" + s + ")"
 		}
-		known := strings.Replace(strings.Join(knownNames(), ", "), "counter", `counter("name")`, 1)
-		return fmt.Errorf("unknown name %s%s; known: %s", name, hint, known)
+		if name == "baseline" {
+			hint = " (the baseline's values are baseline.NAME, such as baseline.p99)"
+		}
+		return fmt.Errorf("unknown name %s%s; known: %s", name, hint, knownList())
 	}
 	return fmt.Errorf("%s in %q; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)", msg, src)
 }
@@ -97,6 +105,9 @@ func unknownName(code string) (string, bool) {
 		return "", false
 	}
 	declared, called := map[string]bool{}, map[ast.Node]bool{}
+	// The baseline's names are member accesses, baseline.p99: the
+	// identifier baseline stands for the whole name.
+	member := map[ast.Node]string{}
 	var idents []string
 	ast.Walk(&tree.Node, visitor(func(n ast.Node) {
 		switch n := n.(type) {
@@ -104,10 +115,16 @@ func unknownName(code string) (string, bool) {
 			declared[n.Name] = true
 		case *ast.CallNode:
 			called[n.Callee] = true
+		case *ast.MemberNode:
+			if name, ok := baselineMember(n); ok {
+				member[n.Node] = name
+			}
 		}
 	}))
 	ast.Walk(&tree.Node, visitor(func(n ast.Node) {
-		if id, ok := n.(*ast.IdentifierNode); ok && !called[n] {
+		if name, ok := member[n]; ok {
+			idents = append(idents, name)
+		} else if id, ok := n.(*ast.IdentifierNode); ok && !called[n] {
 			idents = append(idents, id.Value)
 		}
 	}))
@@ -138,21 +155,33 @@ func (t *Threshold) collectNames() {
 	seen := map[string]bool{}
 	node := t.program.Node()
 	ast.Walk(&node, visitor(func(n ast.Node) {
+		name := ""
 		switch n := n.(type) {
 		case *ast.IdentifierNode:
-			if _, ok := lookupName(n.Value); ok && !seen[n.Value] {
-				seen[n.Value] = true
-				t.names = append(t.names, n.Value)
-			}
+			name = n.Value
+		case *ast.MemberNode:
+			name, _ = baselineMember(n)
 		case *ast.CallNode:
 			id, ok := n.Callee.(*ast.IdentifierNode)
-			if !ok || id.Value != "counter" || len(n.Arguments) != 1 {
+			if !ok || len(n.Arguments) != 1 {
 				return
 			}
-			if s, ok := n.Arguments[0].(*ast.StringNode); ok && !seen["counter:"+s.Value] {
+			s, ok := n.Arguments[0].(*ast.StringNode)
+			switch {
+			case !ok:
+			case id.Value == "counter" && !seen["counter:"+s.Value]:
 				seen["counter:"+s.Value] = true
 				t.counters = append(t.counters, s.Value)
+			case slices.Contains(compareFuncs, id.Value):
+				if c := (comparedCall{id.Value, s.Value}); !slices.Contains(t.compared, c) {
+					t.compared = append(t.compared, c)
+				}
 			}
+			return
+		}
+		if _, ok := lookupName(name); ok && !seen[name] {
+			seen[name] = true
+			t.names = append(t.names, name)
 		}
 	}))
 }
@@ -176,8 +205,7 @@ func (t *Threshold) Names() []string { return append([]string(nil), t.names...) 
 // names needs a latency run, one that reads bandwidth names a bandwidth
 // run. both is set when it reads the two kinds, which no single run has.
 func (t *Threshold) kind() (k metricKind, both bool) {
-	for _, name := range t.names {
-		n, _ := lookupName(name)
+	for _, n := range t.kinds() {
 		if n.kind == anyRun {
 			continue
 		}
@@ -192,10 +220,25 @@ func (t *Threshold) kind() (k metricKind, both bool) {
 // namesOf lists the names of one kind the condition reads.
 func (t *Threshold) namesOf(k metricKind) []string {
 	var out []string
-	for _, name := range t.names {
-		if n, _ := lookupName(name); n.kind == k {
-			out = append(out, name)
+	for _, n := range t.kinds() {
+		if n.kind == k {
+			out = append(out, n.name)
 		}
+	}
+	return out
+}
+
+// kinds is each name the condition reads with its kind, its regressed()
+// and improved() calls among them: regressed(p99) reads a latency.
+func (t *Threshold) kinds() []envName {
+	var out []envName
+	for _, name := range t.names {
+		n, _ := lookupName(name)
+		out = append(out, n)
+	}
+	for _, c := range t.compared {
+		n, _ := lookupName(c.metric)
+		out = append(out, envName{name: c.String(), kind: n.kind})
 	}
 	return out
 }
@@ -215,9 +258,22 @@ func (t *Threshold) Eval(env Env) (bool, error) {
 		if err := env.deliveryError(name); err != nil {
 			return false, fmt.Errorf("threshold %q: %w", t.src, err)
 		}
+		if err := env.baselineError(name); err != nil {
+			return false, fmt.Errorf("threshold %q: %w", t.src, err)
+		}
+	}
+	// A comparison that judged nothing fails the condition even where
+	// another branch would decide alone, as a category does.
+	for _, c := range t.compared {
+		if _, err := env.compareVerdict(c); err != nil {
+			return false, fmt.Errorf("threshold %q: %w", t.src, err)
+		}
 	}
 	if env.Counter == nil {
 		env.Counter = noCounters
+	}
+	if env.Regressed == nil || env.Improved == nil {
+		env.Regressed, env.Improved = noBaseline, noBaseline
 	}
 	out, err := expr.Run(t.program, env)
 	if err != nil {
@@ -270,12 +326,15 @@ func (e Env) deliveryError(name string) error {
 
 // Values returns the numbers the condition read, keyed by name, so a
 // report can show what a verdict was based on: {"p99": 4.2}. counter()
-// calls appear as counter("name"); string names (mode, op), and counters
-// and categories the run did not record, are left out.
+// calls appear as counter("name"), and regressed(p99) or improved(p99)
+// as the comparison's new/base ratio and its interval, ratio(p99),
+// ratio_low(p99) and ratio_high(p99); string names (mode, op), and
+// counters, categories and baseline values the run did not record, are
+// left out.
 func (t *Threshold) Values(env Env) map[string]float64 {
 	out := map[string]float64{}
 	for _, name := range t.names {
-		if env.categoryError(name) != nil || env.setupError(name) != nil || env.deliveryError(name) != nil {
+		if env.categoryError(name) != nil || env.setupError(name) != nil || env.deliveryError(name) != nil || env.baselineError(name) != nil {
 			continue
 		}
 		switch v, _ := env.Value(name); v := v.(type) {
@@ -292,6 +351,9 @@ func (t *Threshold) Values(env Env) map[string]float64 {
 		if v, err := env.Counter(c); err == nil {
 			out[fmt.Sprintf("counter(%q)", c)] = float64(v)
 		}
+	}
+	for _, c := range t.compared {
+		env.baseline.ratios(c.metric, out)
 	}
 	return out
 }

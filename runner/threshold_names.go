@@ -2,6 +2,8 @@ package runner
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/rdmarun/rdmarun/portstats"
 )
@@ -92,6 +94,16 @@ type Env struct {
 	// "ethtool/" for the netdev's pause statistics.
 	Counter func(name string) (int, error) `expr:"counter" json:"-"`
 
+	// Baseline is the baseline's values of this run's test, read as
+	// baseline.p99 (see BaselineValues); Regressed and Improved say what
+	// runner/compare concluded of one of the test's metrics, comparing the
+	// baseline with this report: not regressed(p99). A scenario with a
+	// baseline fills them in after its last run (judgeBaseline); NewEnv
+	// leaves them empty, and a condition reading them then fails.
+	Baseline  BaselineValues                    `expr:"baseline"`
+	Regressed func(metric string) (bool, error) `expr:"regressed" json:"-"`
+	Improved  func(metric string) (bool, error) `expr:"improved" json:"-"`
+
 	// unreported says, for each category a side's driver does not count,
 	// why: its field above then holds only the other side's share, and a
 	// condition reading it must fail rather than judge a partial sum or a
@@ -102,6 +114,9 @@ type Env struct {
 	hasSetup bool
 	// hasDelivery says the run carries a UD delivery count.
 	hasDelivery bool
+	// baseline is the baseline's run of this test and its comparison;
+	// nil when there is no baseline to read.
+	baseline *baselineMatch
 }
 
 type metricKind int
@@ -172,6 +187,25 @@ var envNames = []envName{
 	{"late", "", latencyRun, "UD latency: answers that came after loss_timeout (not lost, not timed)"},
 	{"rx_gbps", "Gb/s", bandwidthRun, "UD bandwidth: the receivers' rate, first to last arrival, 10^9 bit/s"},
 	{"counter", "", anyRun, `counter("name"): a port counter's delta, both sides`},
+	// The baseline's values of the run's test, each the mean over the
+	// baseline's finished runs of it (its repeats), in the unit of the
+	// name without the prefix.
+	{"baseline.min", "us", latencyRun, "the baseline's min"},
+	{"baseline.max", "us", latencyRun, "the baseline's max"},
+	{"baseline.mean", "us", latencyRun, "the baseline's mean"},
+	{"baseline.stddev", "us", latencyRun, "the baseline's stddev"},
+	{"baseline.p50", "us", latencyRun, "the baseline's p50"},
+	{"baseline.p90", "us", latencyRun, "the baseline's p90"},
+	{"baseline.p99", "us", latencyRun, "the baseline's p99"},
+	{"baseline.p999", "us", latencyRun, "the baseline's p999"},
+	{"baseline.p9999", "us", latencyRun, "the baseline's p9999"},
+	{"baseline.one_way_p50", "us", latencyRun, "the baseline's one_way_p50"},
+	{"baseline.one_way_p99", "us", latencyRun, "the baseline's one_way_p99"},
+	{"baseline.bw_gbps", "Gb/s", bandwidthRun, "the baseline's bw_gbps"},
+	{"baseline.bw_gib", "GiB/s", bandwidthRun, "the baseline's bw_gib"},
+	{"baseline.msg_rate", "msg/s", bandwidthRun, "the baseline's msg_rate"},
+	{"regressed", "", anyRun, "regressed(p99): runner/compare judged the metric (p50, p99, p999, bw_gbps or msg_rate) of the run's test regressed against the baseline"},
+	{"improved", "", anyRun, "improved(p99): runner/compare judged the metric of the run's test improved against the baseline"},
 }
 
 // deliveryNames are the names that read a UD run's delivery.
@@ -192,6 +226,27 @@ func knownNames() []string {
 		out[i] = n.name
 	}
 	return out
+}
+
+// knownList is knownNames as an error message lists them: each call
+// with its argument, and the baseline's names once.
+func knownList() string {
+	var out []string
+	for _, n := range knownNames() {
+		switch {
+		case n == "counter":
+			out = append(out, `counter("name")`)
+		case slices.Contains(compareFuncs, n):
+			out = append(out, n+"(NAME)")
+		case strings.HasPrefix(n, "baseline."):
+			if !slices.Contains(out, "baseline.NAME") {
+				out = append(out, "baseline.NAME")
+			}
+		default:
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func lookupName(name string) (envName, bool) {
@@ -222,11 +277,20 @@ var envFields = func() map[string]int {
 	return m
 }()
 
-// Value returns the value of a threshold name, as a condition sees it.
+// Value returns the value of a threshold name, as a condition sees it:
+// baseline.p99 is one, but not counter(), regressed() or baseline alone.
 func (e Env) Value(name string) (any, bool) {
+	if sub, ok := strings.CutPrefix(name, "baseline."); ok {
+		return e.Baseline.value(sub)
+	}
 	i, ok := envFields[name]
-	if !ok || name == "counter" {
+	if !ok {
 		return nil, false
 	}
-	return reflect.ValueOf(e).Field(i).Interface(), true
+	switch v := reflect.ValueOf(e).Field(i); v.Kind() {
+	case reflect.Func, reflect.Struct:
+		return nil, false
+	default:
+		return v.Interface(), true
+	}
 }

@@ -13,18 +13,22 @@ import (
 
 func TestCompileThresholdErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		"":                 "empty condition; write one such as p99 < 5us && errors == 0",
-		"p98 < 5us":        `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
-		"bw_gpbs > 1":      `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
-		"latency < 5":      `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
-		"pause_rxus < 1ms": `unknown name pause_rxus (did you mean pause_rx_us?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
-		"p99 * 2":          `"p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`,
-		"errors":           `"errors" is a number, not true or false; write a comparison such as p99 < 5us`,
-		"mode":             `"mode" is a string, not true or false; write a comparison such as p99 < 5us`,
-		"p99 < 5 us":       `unexpected token Identifier("us") in "p99 < 5 us"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
-		"p99 <":            `unexpected token EOF in "p99 <"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
-		"counter(1)":       `cannot use int as argument (type string) to call counter  in "counter(1)"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
-		"mode == 5":        `invalid operation: == (mismatched types string and int) in "mode == 5"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"":                   "empty condition; write one such as p99 < 5us && errors == 0",
+		"p98 < 5us":          `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"bw_gpbs > 1":        `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"latency < 5":        `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"pause_rxus < 1ms":   `unknown name pause_rxus (did you mean pause_rx_us?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"baseline > 1":       `unknown name baseline (the baseline's values are baseline.NAME, such as baseline.p99); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"baseline.p98 > 1":   `unknown name baseline.p98 (did you mean baseline.p90 or baseline.p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"regressed(p90)":     "regressed(p90): the comparison with the baseline judges p50, p99, p999, bw_gbps or msg_rate, not p90 (did you mean p50 or p99?); write one of them, such as not regressed(p99)",
+		"improved(p99, p50)": "improved(...): the comparison with the baseline judges p50, p99, p999, bw_gbps or msg_rate; write one of them, such as not improved(p99)",
+		"p99 * 2":            `"p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`,
+		"errors":             `"errors" is a number, not true or false; write a comparison such as p99 < 5us`,
+		"mode":               `"mode" is a string, not true or false; write a comparison such as p99 < 5us`,
+		"p99 < 5 us":         `unexpected token Identifier("us") in "p99 < 5 us"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"p99 <":              `unexpected token EOF in "p99 <"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"counter(1)":         `cannot use int as argument (type string) to call counter  in "counter(1)"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"mode == 5":          `invalid operation: == (mismatched types string and int) in "mode == 5"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
 		strings.Repeat("p99 < 1 && ", 100) + "true": "condition is 1104 characters long; at most 1000",
 	} {
 		_, err := CompileThreshold(src)
@@ -148,12 +152,21 @@ func TestThresholdNamesAndValues(t *testing.T) {
 	}
 }
 
-// envNames documents every field of Env, in the struct's order.
+// envNames documents every field of Env, in the struct's order, the
+// fields of its Baseline as baseline.NAME. Each of those is a float64
+// field of Env too, of the same unit and kind.
 func TestEnvNamesMatchStruct(t *testing.T) {
 	var fields []string
 	typ := reflect.TypeFor[Env]()
 	for i := range typ.NumField() {
-		if f := typ.Field(i); f.IsExported() {
+		f := typ.Field(i)
+		switch {
+		case !f.IsExported():
+		case f.Type == reflect.TypeFor[BaselineValues]():
+			for j := range f.Type.NumField() {
+				fields = append(fields, f.Tag.Get("expr")+"."+f.Type.Field(j).Tag.Get("expr"))
+			}
+		default:
 			fields = append(fields, f.Tag.Get("expr"))
 		}
 	}
@@ -164,6 +177,17 @@ func TestEnvNamesMatchStruct(t *testing.T) {
 		if n.doc == "" {
 			t.Errorf("%s has no doc", n.name)
 		}
+		name, ok := strings.CutPrefix(n.name, "baseline.")
+		if !ok {
+			continue
+		}
+		plain, _ := lookupName(name)
+		if i, ok := envFields[name]; !ok || typ.Field(i).Type.Kind() != reflect.Float64 {
+			t.Errorf("%s: Env has no float64 %s", n.name, name)
+		}
+		if plain.unit != n.unit || plain.kind != n.kind {
+			t.Errorf("%s: unit %q, kind %v; %s has %q, %v", n.name, n.unit, n.kind, name, plain.unit, plain.kind)
+		}
 	}
 }
 
@@ -173,10 +197,12 @@ func FuzzCompileThreshold(f *testing.F) {
 		"p50 < 1.5ms || mode == 'event'", "p9999 < 1_000ns", "5us", `"unterminated`, "let x = 1; x > p99",
 		"map([1,2], # * 2)[0] == 2", "abs(-1) == 1", "p99 < 1e400us", "0x10 > size",
 		"pause_rx == 0", "cnp_sent < 100 || retries > 0", "pause_rx_us < 1ms",
+		"not regressed(p99)", `improved("bw_gbps") || p99 < baseline.p99 * 1.1`, "regressed(p90)", "baseline.p9 > 0",
 	} {
 		f.Add(s)
 	}
 	mixed := NewEnv(categoryResult(mlx5Side(), rxeSide("rxe1", "veth1")), 100)
+	compared := withComparison(sample(), regressedP99())
 	f.Fuzz(func(t *testing.T, src string) {
 		th, err := CompileThreshold(src)
 		if err != nil {
@@ -186,7 +212,7 @@ func FuzzCompileThreshold(f *testing.F) {
 			return
 		}
 		// What compiles evaluates without panicking on any environment.
-		for _, env := range []Env{{}, sample(), mixed} {
+		for _, env := range []Env{{}, sample(), mixed, compared} {
 			_, _ = th.Eval(env)
 			_ = th.Values(env)
 		}
