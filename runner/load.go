@@ -27,8 +27,9 @@ const maxRuns = 10000
 // Load reads and checks a scenario file. overrides replace the values of
 // variables declared under vars: (from `--set NAME=VALUE`). Beyond Parse,
 // it finds a fleet's hosts (reading a hostfile, looking a DNS name up
-// within 10 s, expanding a Slurm node list) and plans their pairs.
-// The error, when there is one, is an ErrorList.
+// within 10 s, expanding a Slurm node list) and plans their pairs, and
+// reads the baseline's report. The error, when there is one, is an
+// ErrorList.
 func Load(path string, overrides map[string]string) (*Scenario, error) {
 	return LoadWith(path, LoadOptions{Vars: overrides})
 }
@@ -43,8 +44,7 @@ type LoadOptions struct {
 	Baseline string
 }
 
-// LoadWith is Load with the command line's additions. Beyond Load's
-// checks, it reads the baseline's report.
+// LoadWith is Load with what a command line adds to the file.
 func LoadWith(path string, o LoadOptions) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

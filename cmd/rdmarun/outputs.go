@@ -24,6 +24,8 @@ type outputs struct {
 	// text writes the report to the terminal: report.Text for scenarios,
 	// report.Compact for one bench test.
 	text func(io.Writer, *report.Report) error
+	// save is --save-baseline, of rdmarun run.
+	save saveBaseline
 }
 
 func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
@@ -77,6 +79,9 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 	if err := out.write(stdout, reports); err != nil {
 		return &exitError{exitEnvironment, err}
 	}
+	if err := out.save.write(stderr, reports, out.quiet); err != nil {
+		return &exitError{exitEnvironment, err}
+	}
 	if worst != exitOK {
 		return &exitError{worst, fmt.Errorf("%s", map[int]string{exitFailed: "a threshold failed (in a fleet: or a pair did not finish, or a suspect is named)", exitAborted: "a run did not finish", exitEnvironment: "the environment is unusable"}[worst])}
 	}
@@ -98,7 +103,7 @@ func executeOne(ctx context.Context, sc *runner.Scenario, name string, at *where
 		}
 		return rep, nil
 	}
-	target, err := at.target(sc)
+	target, err := newTarget(at, sc)
 	if err != nil {
 		return nil, err
 	}

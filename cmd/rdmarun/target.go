@@ -33,6 +33,9 @@ func (c *where) addTLSFlags(cmd *kingpin.CmdClause) {
 	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&c.tls.KeyFile)
 }
 
+// newTarget is where a scenario runs; tests answer runs without a device.
+var newTarget = (*where).target
+
 // target builds where the scenario runs, flags over the scenario's own
 // settings.
 func (c *where) target(sc *runner.Scenario) (runner.Target, error) {
