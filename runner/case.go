@@ -349,6 +349,9 @@ func (l *loader) pass(v *yaml.Node) ([]*Threshold, []*yaml.Node) {
 			l.errorf(c, "pass", "%s", err)
 			continue
 		}
+		if !l.usesBaseline(c, t) {
+			continue
+		}
 		ts = append(ts, t)
 		tn = append(tn, c)
 	}
@@ -548,8 +551,8 @@ func (l *loader) checkApplies(t *Threshold, n *yaml.Node, c *Case) bool {
 	}
 	if !c.Op.OneWay() {
 		for _, name := range t.names {
-			if strings.HasPrefix(name, "one_way_") {
-				l.errorf(n, "pass", "%s: op %s is request-response, so only its round trip is measured; use %s", name, c.Op, strings.TrimPrefix(name, "one_way_"))
+			if strings.HasPrefix(strings.TrimPrefix(name, "baseline."), "one_way_") {
+				l.errorf(n, "pass", "%s: op %s is request-response, so only its round trip is measured; use %s", name, c.Op, strings.Replace(name, "one_way_", "", 1))
 				return false
 			}
 		}

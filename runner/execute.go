@@ -24,8 +24,11 @@ type Options struct {
 // Execute runs every expanded run of sc on target, judges each run's
 // thresholds, and returns the report. It stops early, marking what is
 // left as skipped, when a failing case has abort_on_fail or ctx ends
-// (Ctrl-C); the report then says why. Execute itself fails only when the
-// scenario has no runs or names hosts: (a fleet runs with ExecuteFleet).
+// (Ctrl-C); the report then says why. Conditions that read the baseline
+// are judged after the last run (judgeBaseline), so abort_on_fail does
+// not stop on them. Execute itself fails only when the scenario has no
+// runs, names hosts: (a fleet runs with ExecuteFleet) or has a baseline
+// that was not read.
 func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*report.Report, error) {
 	if sc.Fleet != nil {
 		return nil, errNotOnePair
@@ -36,6 +39,9 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 	}
 	if err := checkDeviceLimits(sc, target); err != nil {
 		return nil, err
+	}
+	if b := sc.Baseline; b != nil && b.Report == nil {
+		return nil, fmt.Errorf("the baseline %s was not read; load the scenario with Load, or set Baseline.Report", b.File)
 	}
 	rep := &report.Report{
 		Schema: report.Schema, Tool: opt.Tool, Scenario: sc.Name, File: opt.File,
@@ -56,7 +62,11 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 		out.Started = start
 		res, err := target.Run(ctx, r.Spec)
 		out.Seconds = time.Since(start).Seconds()
-		switch e := settle(ctx, &out, r, res, err, link); {
+		now := r
+		if sc.Baseline != nil {
+			now = withoutBaseline(r)
+		}
+		switch e := settle(ctx, &out, now, res, err, link); {
 		case e == endInterrupted:
 			rep.Stopped = "interrupted (" + ctx.Err().Error() + ")"
 			rep.StopReason = report.StopInterrupted
@@ -73,6 +83,9 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 			opt.Progress(i+1, len(runs), &rep.Runs[len(rep.Runs)-1])
 		}
 	}
+	if sc.Baseline != nil {
+		judgeBaseline(rep, runs, sc.Baseline, link)
+	}
 	rep.Finished = time.Now()
 	rep.Tally()
 	diagnose(ctx, rep, target)
@@ -88,19 +101,27 @@ func judgeRun(out *report.Run, r Run, res *rdma.Result, linkGbps float64) {
 	out.Status = report.Passed
 	env := NewEnv(res, linkGbps)
 	for _, t := range r.Pass {
-		v := report.Verdict{Expr: t.Source(), Values: t.Values(env)}
-		ok, err := t.Eval(env)
-		switch {
-		case err != nil:
-			v.Error = err.Error()
-		case ok:
-			v.Passed = true
-		}
+		v := verdict(t, env)
 		if !v.Passed {
 			out.Status = report.Failed
 		}
 		out.Verdicts = append(out.Verdicts, v)
 	}
+}
+
+// verdict judges one condition on env, with the values it read: the one
+// place a verdict is made, whether the run just ended or the baseline's
+// conditions are judged after the last.
+func verdict(t *Threshold, env Env) report.Verdict {
+	v := report.Verdict{Expr: t.Source(), Values: t.Values(env)}
+	ok, err := t.Eval(env)
+	switch {
+	case err != nil:
+		v.Error = err.Error()
+	case ok:
+		v.Passed = true
+	}
+	return v
 }
 
 // ExitStatus maps a report to rdmarun's exit codes: 0 all passed, 1 a

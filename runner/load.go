@@ -27,18 +27,35 @@ const maxRuns = 10000
 // Load reads and checks a scenario file. overrides replace the values of
 // variables declared under vars: (from `--set NAME=VALUE`). Beyond Parse,
 // it finds a fleet's hosts (reading a hostfile, looking a DNS name up
-// within 10 s, expanding a Slurm node list) and plans their pairs.
-// The error, when there is one, is an ErrorList.
+// within 10 s, expanding a Slurm node list) and plans their pairs, and
+// reads the baseline's report. The error, when there is one, is an
+// ErrorList.
 func Load(path string, overrides map[string]string) (*Scenario, error) {
+	return LoadWith(path, LoadOptions{Vars: overrides})
+}
+
+// LoadOptions are what a command line adds to a scenario file.
+type LoadOptions struct {
+	// Vars replace the values of variables declared under vars:
+	// (--set NAME=VALUE).
+	Vars map[string]string
+	// Baseline, when set, replaces the file's baseline: (--baseline
+	// FILE); a relative path is the working directory's.
+	Baseline string
+}
+
+// LoadWith is Load with what a command line adds to the file.
+func LoadWith(path string, o LoadOptions) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{file: path}
-	sc := l.parse(data, overrides)
+	l := &loader{file: path, baselineFlag: o.Baseline}
+	sc := l.parse(data, o.Vars)
 	dir := filepath.Dir(path)
 	if len(l.errs) == 0 {
 		l.resolveFleet(dir)
+		l.readBaseline(sc, dir)
 	}
 	if err := l.result(); err != nil {
 		return nil, err
@@ -96,6 +113,16 @@ type loader struct {
 	// to the flag that gave it: errors name that, and have no place.
 	spelled map[string]string
 	fleet   *fleetDraft // nil unless the file gives a fleet key
+
+	// baselineFlag is --baseline, which replaces baseline:.
+	baselineFlag string
+	// haveBaseline says the scenario gives a baseline (or the flag
+	// does), so that conditions may read it; baselineUsers counts them.
+	haveBaseline  bool
+	baselineUsers int
+	// baselineNode is the baseline: key, baselineAt its file's value;
+	// both nil when the flag gave it.
+	baselineNode, baselineAt *yaml.Node
 }
 
 // errorf records a problem at n (nil: no place in the file).
@@ -166,6 +193,7 @@ func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
 		}
 		l.parseTop(sc, key, p.k, p.v)
 	}
+	l.applyBaselineFlag(sc)
 	l.checkFleet(sc, pairs)
 	if sc.TokenFile != "" && sc.IsLoopback() {
 		l.errorf(pairs["token_file"].k, "token_file", "applies to a remote peer only; with peer: loopback both ends are in this process")
@@ -183,6 +211,7 @@ func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
 		return sc
 	}
 	l.parseCases(sc, p.k, p.v, &defaults)
+	l.checkBaseline(sc)
 	if p, ok := pairs["repeat"]; ok {
 		l.repeatRuns(sc, p.k)
 	}
@@ -223,7 +252,7 @@ func (l *loader) syntaxError(err error) {
 	l.errs = append(l.errs, &Error{File: l.file, Msg: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 }
 
-var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"repeat", "vars", "defaults", "cases"})
+var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"repeat", "baseline", "vars", "defaults", "cases"})
 
 func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 	switch key {
@@ -276,6 +305,8 @@ func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 		if n, ok := l.int(v, key, 1, maxRuns, fmt.Sprintf("write how many times to run every case, 1 to %d", maxRuns)); ok {
 			sc.Repeat = n
 		}
+	case "baseline":
+		sc.Baseline = l.parseBaseline(k, v)
 	default:
 		if slices.Contains(fleetKeys, key) {
 			l.parseFleetKey(key, k, v)
@@ -339,299 +370,4 @@ func (l *loader) parseTLS(v *yaml.Node) *ctrl.TLSConfig {
 		l.errorf(v, "tls", "cert and key go together; give both, or neither")
 	}
 	return t
-}
-
-var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// parseVars reads vars: and applies the overrides. A variable's value is
-// taken as written; it is not itself expanded.
-func (l *loader) parseVars(root *yaml.Node, p *pair, overrides map[string]string) {
-	l.vars = map[string]string{}
-	at := root
-	if p != nil {
-		at = p.k
-		n := resolve(p.v)
-		if n.Kind != yaml.MappingNode {
-			l.errorf(n, "vars", "want a mapping of names to values, such as {iters: 10000}, not %s", describe(n))
-		} else {
-			seen := map[string]*yaml.Node{}
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
-				name := k.Value
-				if first, dup := seen[name]; dup {
-					l.errorf(k, "vars", "variable %q is declared twice (first at line %d)", name, first.Line)
-					continue
-				}
-				seen[name] = k
-				if !varName.MatchString(name) {
-					l.errorf(k, "vars", "%q is not a variable name; use letters, digits and _, not starting with a digit", name)
-					continue
-				}
-				if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-					l.errorf(v, "vars", "variable %q wants a single value, not %s", name, describe(v))
-					continue
-				}
-				l.vars[name] = v.Value
-			}
-		}
-	}
-	for _, name := range sortedKeys(overrides) {
-		if _, ok := l.vars[name]; !ok {
-			msg := fmt.Sprintf("override %q names no variable of this scenario", name)
-			if s := didYouMean(name, sortedKeys(l.vars), true); s != "" {
-				msg += "; " + s
-			} else if len(l.vars) == 0 {
-				msg += "; it declares none (add it under vars:)"
-			} else {
-				msg += "; declared: " + strings.Join(sortedKeys(l.vars), ", ")
-			}
-			l.errorf(at, "vars", "%s", msg)
-			continue
-		}
-		l.vars[name] = overrides[name]
-	}
-}
-
-// substitute replaces each ${name} in s with the variable's value.
-func (l *loader) substitute(n *yaml.Node, key, s string) (string, bool) {
-	if !strings.Contains(s, "${") {
-		return s, true
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String(), true
-		}
-		b.WriteString(s[:i])
-		j := strings.IndexByte(s[i:], '}')
-		if j < 0 {
-			l.errorf(n, key, "%q has ${ without a closing }; write ${name}", n.Value)
-			return "", false
-		}
-		name := s[i+2 : i+j]
-		v, ok := l.vars[name]
-		if !ok {
-			msg := fmt.Sprintf("undefined variable %q", name)
-			switch s := didYouMean(name, sortedKeys(l.vars), true); {
-			case s != "":
-				msg += "; " + s
-			case len(l.vars) == 0:
-				msg += "; declare it under vars: (or override it)"
-			default:
-				msg += "; declared: " + strings.Join(sortedKeys(l.vars), ", ")
-			}
-			l.errorf(n, key, "%s", msg)
-			return "", false
-		}
-		b.WriteString(v)
-		s = s[i+j+1:]
-	}
-}
-
-// A plain YAML scalar inside {...} or [...] may not hold braces, so
-// `{iterations: ${iters}}` would not parse. Before parsing, each ${name}
-// has its braces swapped for two private-use characters, one rune each so
-// columns stay right; after parsing they are swapped back.
-const (
-	openVar  = "\uE000"
-	closeVar = "\uE001"
-)
-
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-func protectVars(data []byte) []byte {
-	return varRef.ReplaceAll(data, []byte("$$"+openVar+"${1}"+closeVar))
-}
-
-var unprotect = strings.NewReplacer("$"+openVar, "${", closeVar, "}")
-
-// restoreVars undoes protectVars in every node. It follows Content, not
-// aliases, so an alias that refers to its own ancestor cannot loop.
-func restoreVars(n *yaml.Node) {
-	if strings.Contains(n.Value, closeVar) {
-		n.Value = unprotect.Replace(n.Value)
-	}
-	for _, c := range n.Content {
-		restoreVars(c)
-	}
-}
-
-type pair struct{ k, v *yaml.Node }
-
-// pairs reads a mapping, reporting keys that are unknown or given twice.
-// It returns nil when n is not a mapping.
-func (l *loader) pairs(n *yaml.Node, key string, known []string) map[string]*pair {
-	n = resolve(n)
-	if n.Kind != yaml.MappingNode {
-		keys := strings.Join(known, ", ")
-		if len(known) > 6 {
-			keys = strings.Join(known[:6], ", ") + ", ..."
-		}
-		l.errorf(n, key, "want a mapping of keys (%s), not %s", keys, describe(n))
-		return nil
-	}
-	out := map[string]*pair{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), n.Content[i+1]
-		name := k.Value
-		if k.Kind != yaml.ScalarNode {
-			l.errorf(k, key, "a key must be a name, not %s", describe(k))
-			continue
-		}
-		if !contains(known, name) {
-			if s := didYouMean(name, known, true); s != "" {
-				l.errorf(k, "", "unknown key %q; %s", name, s)
-			} else {
-				l.errorf(k, "", "unknown key %q; allowed here: %s", name, strings.Join(known, ", "))
-			}
-			continue
-		}
-		if first, dup := out[name]; dup {
-			l.errorf(k, name, "given twice (first at line %d); keep one", first.k.Line)
-			continue
-		}
-		out[name] = &pair{k, v}
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// resolve follows an alias (*name) to the node it stands for.
-func resolve(n *yaml.Node) *yaml.Node {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		return n.Alias
-	}
-	return n
-}
-
-func describe(n *yaml.Node) string {
-	n = resolve(n)
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "nothing"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "nothing"
-}
-
-// scalar reads a single value with its variables substituted. An empty
-// value is an error, saying what is allowed.
-func (l *loader) scalar(n *yaml.Node, key, allowed string) (string, bool) {
-	n = resolve(n)
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		l.errorf(n, key, "want a single value, not %s; %s", describe(n), allowed)
-		return "", false
-	}
-	return l.substitute(n, key, n.Value)
-}
-
-func (l *loader) scalarAllowEmpty(n *yaml.Node, key string) (string, bool) {
-	n = resolve(n)
-	if n.Tag == "!!null" {
-		return "", true
-	}
-	return l.scalar(n, key, "write text")
-}
-
-// text reads a non-empty string.
-func (l *loader) text(n *yaml.Node, key, allowed string) (string, bool) {
-	s, ok := l.scalar(n, key, allowed)
-	if ok && strings.TrimSpace(s) == "" {
-		l.errorf(resolve(n), key, "empty; %s", allowed)
-		return "", false
-	}
-	return s, ok
-}
-
-func (l *loader) int(n *yaml.Node, key string, lo, hi int, allowed string) (int, bool) {
-	s, ok := l.scalar(n, key, allowed)
-	if !ok {
-		return 0, false
-	}
-	return l.intValue(resolve(n), key, s, lo, hi, allowed)
-}
-
-func (l *loader) intValue(n *yaml.Node, key, s string, lo, hi int, allowed string) (int, bool) {
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		l.errorf(n, key, "%q is not a whole number; %s", s, allowed)
-		return 0, false
-	}
-	if v < lo || v > hi {
-		l.errorf(n, key, "%d is out of range; %s", v, allowed)
-		return 0, false
-	}
-	return v, true
-}
-
-func (l *loader) bool(n *yaml.Node, key string) (bool, bool) {
-	s, ok := l.scalar(n, key, "write true or false")
-	if !ok {
-		return false, false
-	}
-	switch strings.ToLower(s) {
-	case "true":
-		return true, true
-	case "false":
-		return false, true
-	}
-	l.errorf(resolve(n), key, "%q is not true or false; write true or false", s)
-	return false, false
-}
-
-// items reads a value that may be one item or a list of them. A single
-// value holding commas is a list too, so that one variable (--set
-// sizes=2,64,4KiB) can stand for a whole sweep.
-func (l *loader) items(n *yaml.Node, key, allowed string) ([]item, bool) {
-	n = resolve(n)
-	switch n.Kind {
-	case yaml.SequenceNode:
-		if len(n.Content) == 0 {
-			l.errorf(n, key, "empty list; %s", allowed)
-			return nil, false
-		}
-		var out []item
-		ok := true
-		for _, c := range n.Content {
-			s, good := l.scalar(c, key, allowed)
-			ok = ok && good
-			if good {
-				out = append(out, item{resolve(c), strings.TrimSpace(s)})
-			}
-		}
-		return out, ok
-	case yaml.ScalarNode:
-		s, ok := l.scalar(n, key, allowed)
-		if !ok {
-			return nil, false
-		}
-		var out []item
-		for _, part := range strings.Split(s, ",") {
-			out = append(out, item{n, strings.TrimSpace(part)})
-		}
-		return out, true
-	}
-	l.errorf(n, key, "want a value or a list, not %s; %s", describe(n), allowed)
-	return nil, false
-}
-
-type item struct {
-	n *yaml.Node
-	s string
 }

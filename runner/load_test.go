@@ -29,6 +29,13 @@ func expansion(t *testing.T, sc *Scenario) []byte {
 		"gid_index": sc.GIDIndex, "peer": sc.Peer, "peer_device": sc.PeerDevice,
 		"token_file": sc.TokenFile, "tls": sc.TLS, "vars": sc.Vars,
 	}
+	if b := sc.Baseline; b != nil {
+		runs := -1 // not read
+		if b.Report != nil {
+			runs = len(b.Report.Runs)
+		}
+		head["baseline"] = map[string]any{"file": b.File, "min_effect": b.Options.MinEffect, "confidence": b.Options.Confidence, "runs": runs}
+	}
 	marshal := func(v any) []byte {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
@@ -106,7 +113,7 @@ invalid-size-range.yaml:6:12: sizes: from 8MiB is larger than to 4KiB; write fro
 invalid-size-range.yaml:10:43: factor: 1 would not grow the size; write a number larger than 1, such as 2
 invalid-size-range.yaml:14:12: sizes: the range from 1B to 1MiB by 1.1 has more than 64 sizes; raise factor or narrow the range`},
 		{file: "invalid-unknown-name.yaml", want: `
-invalid-unknown-name.yaml:6:11: pass: unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`},
+invalid-unknown-name.yaml:6:11: pass: unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`},
 		{file: "invalid-not-boolean.yaml", want: `
 invalid-not-boolean.yaml:6:11: pass: "p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`},
 		{file: "invalid-read-uc.yaml", want: `
@@ -130,6 +137,22 @@ invalid-threshold-kind.yaml:14:11: pass: "p99 < 5us && bw_gbps > 10" reads laten
 invalid-threshold-kind.yaml:18:11: pass: connect_p99: this case connects by exchange, which has no CM set-up to time; set connect: rdma_cm`},
 		{file: "invalid-override.yaml", overrides: map[string]string{"iter": "5"}, want: `
 invalid-override.yaml:2:1: vars: override "iter" names no variable of this scenario; did you mean "iters"?`},
+		{file: "invalid-baseline-none.yaml", want: `
+invalid-baseline-none.yaml:6:12: pass: "not regressed(p99)" compares with a baseline, and this scenario has none; add baseline: FILE (a report of an earlier run, written with --json or --save-baseline), or run it with --baseline FILE
+invalid-baseline-none.yaml:6:32: pass: "p99 < baseline.p99 * 1.1" compares with a baseline, and this scenario has none; add baseline: FILE (a report of an earlier run, written with --json or --save-baseline), or run it with --baseline FILE`},
+		{file: "invalid-baseline-options.yaml", want: `
+invalid-baseline-options.yaml:2:11: baseline.file: missing; write the path of a report of an earlier run of this scenario (written with --json or --save-baseline)
+invalid-baseline-options.yaml:2:24: baseline.min_effect: 150% is out of range; write the smallest change that matters, as a percentage (5%) or a fraction (0.05), from 0 up to but not including 100%
+invalid-baseline-options.yaml:2:42: baseline.confidence: 0.3 is out of range; write how sure a verdict must be, as a percentage (95%) or a fraction (0.95), from 50% up to but not including 100%
+invalid-baseline-options.yaml:2:47: unknown key "effect"; allowed here: file, min_effect, confidence`},
+		{file: "invalid-baseline-unused.yaml", want: `
+invalid-baseline-unused.yaml:2:1: baseline: no condition reads the baseline; add one to a case's pass:, such as not regressed(p99) or bw_gbps >= baseline.bw_gbps * 0.95, or remove it`},
+		{file: "invalid-baseline-names.yaml", want: `
+invalid-baseline-names.yaml:7:11: pass: regressed(p90): the comparison with the baseline judges p50, p99, p999, bw_gbps or msg_rate, not p90 (did you mean p50 or p99?); write one of them, such as not regressed(p99)
+invalid-baseline-names.yaml:11:11: pass: regressed(p99) is not measured by this case (measure: bandwidth); use bw_gbps, bw_gib or msg_rate, or add measure latency
+invalid-baseline-names.yaml:15:11: pass: baseline.one_way_p50: op read is request-response, so only its round trip is measured; use baseline.p50
+invalid-baseline-names.yaml:19:11: pass: "p99 < baseline.p99 && not regressed(bw_gbps)" reads latency (p99, baseline.p99) and bandwidth (regressed(bw_gbps)), but each run measures one of them; write two conditions in a list
+invalid-baseline-names.yaml:23:11: pass: unknown name baseline.p9 (did you mean baseline.p90 or baseline.p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`},
 		{file: "invalid-syntax.yaml", want: `
 invalid-syntax.yaml:4: not valid YAML: mapping values are not allowed in this context`},
 		{file: "invalid-many.yaml", want: `
@@ -252,6 +275,13 @@ func TestParseRules(t *testing.T) {
 		{name: "qp_type typo", doc: head + "    qp_type: rcc\n", err: `f.yaml:5:14: qp_type: "rcc" is not a QP type; write rc, uc or ud; did you mean "rc"?`},
 		{name: "threads above qps", doc: head + "    qps: [1, 4]\n    threads: 2\n", err: `f.yaml:3:9: case "c": threads 2: want 1..qps (1); each thread drives at least one QP (at bandwidth, size 64KiB, qps 1, mode busy_poll)`},
 		{name: "atomic size", doc: "cases:\n  - {name: c, op: cmp_swap, measure: latency, sizes: 16}\n", err: `f.yaml:2:19: case "c": op cmp_swap works on one 8-byte word; size must be 8, not 16`},
+		{name: "baseline in a fleet", doc: "hosts: [h1, h2]\nbaseline: b.json\n" + head + "    pass: not regressed(bw_gbps)\n",
+			err: "f.yaml:2:1: baseline: a fleet's runs are not judged against a baseline; compare a fleet's reports with rdmarun compare BASE.json NEW.json"},
+		{name: "baseline empty", doc: "baseline:\n" + head + "    pass: not regressed(bw_gbps)\n",
+			err: "f.yaml:1:10: baseline: want a single value, not nothing; write the path of a report of an earlier run of this scenario (written with --json or --save-baseline), or a mapping {file, min_effect, confidence}"},
+		{name: "baseline min_effect not a number", doc: "baseline: {file: b.json, min_effect: lots}\n" + head + "    pass: not regressed(bw_gbps)\n",
+			err: `f.yaml:1:38: baseline.min_effect: "lots" is not a percentage or a fraction; write the smallest change that matters, as a percentage (5%) or a fraction (0.05), from 0 up to but not including 100%`},
+		{name: "baseline options", doc: "vars: {effect: 2%}\nbaseline: {file: b.json, min_effect: \"${effect}\", confidence: 99%}\n" + head + "    pass: not regressed(bw_gbps)\n", sizes: []int{0}, runs: 1},
 		{name: "token with loopback", doc: "token_file: /t\n" + head, err: "f.yaml:1:1: token_file: applies to a remote peer only; with peer: loopback both ends are in this process"},
 		{name: "tls half", doc: "peer: h\ntls: {cert: c.pem}\n" + head, err: "f.yaml:2:6: tls: cert and key go together; give both, or neither"},
 		{name: "bad peer", doc: "peer: a b\n" + head, err: `f.yaml:1:7: peer: "a b" is not an address; write loopback or HOST[:PORT] of rdmarun serve, such as 10.0.0.2:18520`},

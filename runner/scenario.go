@@ -29,6 +29,11 @@ type Scenario struct {
 	// (repeat:, default 1).
 	Repeat int
 
+	// Baseline is the report of an earlier run that conditions such as
+	// not regressed(p99) compare with (baseline:, or --baseline); nil
+	// when there is none.
+	Baseline *Baseline
+
 	// Vars are the scenario's variables after overrides, as substituted.
 	Vars map[string]string
 

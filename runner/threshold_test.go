@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"math"
 	"net"
 	"reflect"
 	"slices"
@@ -9,53 +8,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rdmarun/rdmarun/portstats"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
-func TestRewriteDurations(t *testing.T) {
-	for in, want := range map[string]string{
-		"p99 < 5us":                   "p99 < 5",
-		"p99 < 5µs":                   "p99 < 5",
-		"p99<1.5ms":                   "p99<1500",
-		"p50 > 100ns":                 "p50 > 0.1",
-		"max < 2s":                    "max < 2000000",
-		"p999 < 1_000ns":              "p999 < 1",
-		"p9999 < 0.25us":              "p9999 < 0.25",
-		"p99 < 5":                     "p99 < 5",
-		"p99 < 5sec":                  "p99 < 5sec", // not a unit: the compiler reports it
-		"p99 < 5 us":                  "p99 < 5 us",
-		`mode == "5us" && p99 < 3us`:  `mode == "5us" && p99 < 3`,
-		`op == 'x\'5s' || p90 < 1ms`:  `op == 'x\'5s' || p90 < 1000`,
-		"1e3 > p50":                   "1e3 > p50",
-		"p99s < 1":                    "p99s < 1",
-		`counter("x5s") == 0`:         `counter("x5s") == 0`,
-		"`raw 5s` == op":              "`raw 5s` == op",
-		"size >= 4096 && p99 < 2.5ms": "size >= 4096 && p99 < 2500",
-		"size >= 4KiB && size < 1MB":  "size >= 4096 && size < 1000000",
-		"size == 64B || size > 1GiB":  "size == 64 || size > 1073741824",
-		"size < 1.5KiB":               "size < 1536",
-	} {
-		if got := rewriteDurations(in); got != want {
-			t.Errorf("rewriteDurations(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestCompileThresholdErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		"":                 "empty condition; write one such as p99 < 5us && errors == 0",
-		"p98 < 5us":        `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
-		"bw_gpbs > 1":      `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
-		"latency < 5":      `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
-		"pause_rxus < 1ms": `unknown name pause_rxus (did you mean pause_rx_us?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name")`,
-		"p99 * 2":          `"p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`,
-		"errors":           `"errors" is a number, not true or false; write a comparison such as p99 < 5us`,
-		"mode":             `"mode" is a string, not true or false; write a comparison such as p99 < 5us`,
-		"p99 < 5 us":       `unexpected token Identifier("us") in "p99 < 5 us"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
-		"p99 <":            `unexpected token EOF in "p99 <"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
-		"counter(1)":       `cannot use int as argument (type string) to call counter  in "counter(1)"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
-		"mode == 5":        `invalid operation: == (mismatched types string and int) in "mode == 5"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"":                   "empty condition; write one such as p99 < 5us && errors == 0",
+		"p98 < 5us":          `unknown name p98 (did you mean p90 or p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"bw_gpbs > 1":        `unknown name bw_gpbs (did you mean bw_gbps?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"latency < 5":        `unknown name latency; known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"pause_rxus < 1ms":   `unknown name pause_rxus (did you mean pause_rx_us?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"baseline > 1":       `unknown name baseline (the baseline's values are baseline.NAME, such as baseline.p99); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"baseline.p98 > 1":   `unknown name baseline.p98 (did you mean baseline.p90 or baseline.p99?); known: min, max, mean, stddev, p50, p90, p99, p999, p9999, one_way_p50, one_way_p99, bw_gbps, bw_gib, msg_rate, errors, retries, size, qps, mode, op, link_gbps, retransmits, seq_errors, cnp_sent, cnp_handled, ecn_marked, pause_rx, pause_tx, pause_rx_us, pause_tx_us, resolve_addr_p50, resolve_addr_p99, resolve_addr_max, resolve_route_p50, resolve_route_p99, resolve_route_max, connect_p50, connect_p99, connect_max, setup_p50, setup_p99, setup_max, connect_rate, sent, received, lost, loss_ratio, late, rx_gbps, counter("name"), baseline.NAME, regressed(NAME), improved(NAME)`,
+		"regressed(p90)":     "regressed(p90): the comparison with the baseline judges p50, p99, p999, bw_gbps or msg_rate, not p90 (did you mean p50 or p99?); write one of them, such as not regressed(p99)",
+		"improved(p99, p50)": "improved(...): the comparison with the baseline judges p50, p99, p999, bw_gbps or msg_rate; write one of them, such as not improved(p99)",
+		"p99 * 2":            `"p99 * 2" is a number, not true or false; write a comparison such as p99 < 5us`,
+		"errors":             `"errors" is a number, not true or false; write a comparison such as p99 < 5us`,
+		"mode":               `"mode" is a string, not true or false; write a comparison such as p99 < 5us`,
+		"p99 < 5 us":         `unexpected token Identifier("us") in "p99 < 5 us"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"p99 <":              `unexpected token EOF in "p99 <"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"counter(1)":         `cannot use int as argument (type string) to call counter  in "counter(1)"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
+		"mode == 5":          `invalid operation: == (mismatched types string and int) in "mode == 5"; write a condition such as p99 < 5us && errors == 0 (durations like 100ns, 5us, 1.5ms, 2s; latencies are in microseconds)`,
 		strings.Repeat("p99 < 1 && ", 100) + "true": "condition is 1104 characters long; at most 1000",
 	} {
 		_, err := CompileThreshold(src)
@@ -179,12 +152,21 @@ func TestThresholdNamesAndValues(t *testing.T) {
 	}
 }
 
-// envNames documents every field of Env, in the struct's order.
+// envNames documents every field of Env, in the struct's order, the
+// fields of its Baseline as baseline.NAME. Each of those is a float64
+// field of Env too, of the same unit and kind.
 func TestEnvNamesMatchStruct(t *testing.T) {
 	var fields []string
 	typ := reflect.TypeFor[Env]()
 	for i := range typ.NumField() {
-		if f := typ.Field(i); f.IsExported() {
+		f := typ.Field(i)
+		switch {
+		case !f.IsExported():
+		case f.Type == reflect.TypeFor[BaselineValues]():
+			for j := range f.Type.NumField() {
+				fields = append(fields, f.Tag.Get("expr")+"."+f.Type.Field(j).Tag.Get("expr"))
+			}
+		default:
 			fields = append(fields, f.Tag.Get("expr"))
 		}
 	}
@@ -195,76 +177,17 @@ func TestEnvNamesMatchStruct(t *testing.T) {
 		if n.doc == "" {
 			t.Errorf("%s has no doc", n.name)
 		}
-	}
-}
-
-func TestNewEnv(t *testing.T) {
-	gid := rdma.GIDAddr(net.ParseIP("::ffff:10.0.0.1"))
-	side := func(hw map[string]uint64, c map[string]uint64) rdma.SideSummary {
-		return rdma.SideSummary{Counters: portstats.Deltas{HWCounters: hw, Counters: c}}
-	}
-	res := &rdma.Result{
-		Spec: rdma.Test{TestSpec: rdma.TestSpec{Op: rdma.OpSend, Measure: rdma.MeasureLatency, Mode: rdma.ModeEvent, Size: 64, QPs: 2}},
-		Latency: &rdma.LatencyStats{
-			RTT:    rdma.Summary{Min: 1000, Max: 9000, Mean: 2500, Stddev: 300, P50: 2000, P90: 3000, P99: 5000, P999: 7000, P9999: 8000},
-			OneWay: &rdma.Summary{P50: 1000, P99: 2500},
-		},
-		Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{
-			{BytesPerSecond: 1.25e9, MessagesPerSec: 1000},
-			{BytesPerSecond: 1 << 30, MessagesPerSec: 500},
-		}},
-		Requester: rdma.EndpointInfo{Device: "rxe0", Port: 1, GID: gid},
-		Responder: rdma.EndpointInfo{Device: "rxe1", Port: 1, GID: rdma.GIDAddr(net.ParseIP("::ffff:10.0.0.2"))},
-		Sides: []rdma.SideSummary{
-			side(map[string]uint64{"rcvd_seq_err": 2, "duplicate_request": 1, "sent_pkts": 100}, nil),
-			side(map[string]uint64{"rnr_nak_retry_err": 4, "duplicate_request": 1}, map[string]uint64{"port_xmit_data": 7}),
-		},
-	}
-	e := NewEnv(res, 25)
-	want := Env{
-		Min: 1, Max: 9, Mean: 2.5, Stddev: 0.3, P50: 2, P90: 3, P99: 5, P999: 7, P9999: 8,
-		OneWayP50: 1, OneWayP99: 2.5,
-		BwGbps: 10 + float64(1<<30)*8/1e9, BwGiB: 1.25e9/(1<<30) + 1, MsgRate: 1500,
-		Retries: 8, Size: 64, QPs: 2, Mode: "event", Op: "send", LinkGbps: 25,
-	}
-	got := e
-	got.Counter, got.unreported = nil, nil
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("NewEnv =\n%+v\nwant\n%+v", got, want)
-	}
-	for name, want := range map[string]int{"duplicate_request": 2, "hw_counters/duplicate_request": 2, "port_xmit_data": 7, "counters/port_xmit_data": 7, "sent_pkts": 100} {
-		if v, err := e.Counter(name); err != nil || v != want {
-			t.Errorf("counter(%q) = %d, %v; want %d", name, v, err, want)
+		name, ok := strings.CutPrefix(n.name, "baseline.")
+		if !ok {
+			continue
 		}
-	}
-	for _, name := range []string{"nope", "counters/sent_pkts", "hw_counters/port_xmit_data"} {
-		if _, err := e.Counter(name); err == nil {
-			t.Errorf("counter(%q): no error", name)
+		plain, _ := lookupName(name)
+		if i, ok := envFields[name]; !ok || typ.Field(i).Type.Kind() != reflect.Float64 {
+			t.Errorf("%s: Env has no float64 %s", n.name, name)
 		}
-	}
-
-	// Both ends on one port: its counters already hold both ends' traffic.
-	res.Responder = res.Requester
-	if e := NewEnv(res, 25); e.Retries != 3 {
-		t.Errorf("one port: retries %d, want 3 (counted once)", e.Retries)
-	}
-	if v, _ := NewEnv(res, 25).Counter("duplicate_request"); v != 1 {
-		t.Errorf("one port: duplicate_request %d, want 1", v)
-	}
-
-	// Nothing measured: zeros, and counter() is an error rather than 0.
-	e = NewEnv(nil, 10)
-	if e.LinkGbps != 10 || e.P99 != 0 || e.BwGbps != 0 {
-		t.Errorf("NewEnv(nil) = %+v", e)
-	}
-	if _, err := e.Counter("x"); err == nil {
-		t.Error("counter on an empty result gave no error")
-	}
-}
-
-func TestAddClamped(t *testing.T) {
-	if got := addClamped(math.MaxInt-1, 5); got != math.MaxInt {
-		t.Errorf("addClamped overflowed: %d", got)
+		if plain.unit != n.unit || plain.kind != n.kind {
+			t.Errorf("%s: unit %q, kind %v; %s has %q, %v", n.name, n.unit, n.kind, name, plain.unit, plain.kind)
+		}
 	}
 }
 
@@ -274,10 +197,12 @@ func FuzzCompileThreshold(f *testing.F) {
 		"p50 < 1.5ms || mode == 'event'", "p9999 < 1_000ns", "5us", `"unterminated`, "let x = 1; x > p99",
 		"map([1,2], # * 2)[0] == 2", "abs(-1) == 1", "p99 < 1e400us", "0x10 > size",
 		"pause_rx == 0", "cnp_sent < 100 || retries > 0", "pause_rx_us < 1ms",
+		"not regressed(p99)", `improved("bw_gbps") || p99 < baseline.p99 * 1.1`, "regressed(p90)", "baseline.p9 > 0",
 	} {
 		f.Add(s)
 	}
 	mixed := NewEnv(categoryResult(mlx5Side(), rxeSide("rxe1", "veth1")), 100)
+	compared := withComparison(sample(), regressedP99())
 	f.Fuzz(func(t *testing.T, src string) {
 		th, err := CompileThreshold(src)
 		if err != nil {
@@ -287,7 +212,7 @@ func FuzzCompileThreshold(f *testing.F) {
 			return
 		}
 		// What compiles evaluates without panicking on any environment.
-		for _, env := range []Env{{}, sample(), mixed} {
+		for _, env := range []Env{{}, sample(), mixed, compared} {
 			_, _ = th.Eval(env)
 			_ = th.Values(env)
 		}

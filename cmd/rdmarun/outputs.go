@@ -25,6 +25,8 @@ type outputs struct {
 	// text writes the report to the terminal: TextOptions.Text for
 	// scenarios, TextOptions.Compact for one bench test.
 	text func(report.TextOptions, io.Writer, *report.Report) error
+	// save is --save-baseline, of rdmarun run.
+	save saveBaseline
 }
 
 func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
@@ -77,6 +79,9 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 	}
 	// Results gathered so far are written even after Ctrl-C.
 	if err := out.write(stdout, reports); err != nil {
+		return &exitError{exitEnvironment, err}
+	}
+	if err := out.save.write(stderr, reports, out.quiet); err != nil {
 		return &exitError{exitEnvironment, err}
 	}
 	if worst != exitOK {

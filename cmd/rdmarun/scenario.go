@@ -16,6 +16,8 @@ import (
 type scenarioCmd struct {
 	files []string
 	sets  []string
+	// baseline is --baseline, which replaces the scenario's baseline:.
+	baseline string
 	where
 	outputs
 }
@@ -32,9 +34,11 @@ func newScenarioCmds(app *kingpin.Application) (run, validate *scenarioCmd) {
 	rc.Flag("peer-device", "Override the responder's device (loopback: the second device).").StringVar(&run.peerDevice)
 	run.addTLSFlags(rc)
 	run.addFlags(rc)
+	run.addBaselineFlags(rc, true)
 	vc := app.Command("validate", "Check scenarios without running them.")
 	vc.Arg("file", "Scenario files.").Required().StringsVar(&validate.files)
 	validate.addSets(vc)
+	validate.addBaselineFlags(vc, false)
 	return run, validate
 }
 
@@ -59,6 +63,9 @@ func (c *scenarioCmd) load() ([]*runner.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.checkBaselineFlags(); err != nil {
+		return nil, err
+	}
 	var out []*runner.Scenario
 	var errs []error
 	for _, f := range c.files {
@@ -66,7 +73,7 @@ func (c *scenarioCmd) load() ([]*runner.Scenario, error) {
 			errs = append(errs, fmt.Errorf("%q is neither a command nor a scenario file (see rdmarun --help)", f))
 			continue
 		}
-		sc, err := runner.Load(f, ov)
+		sc, err := runner.LoadWith(f, runner.LoadOptions{Vars: ov, Baseline: c.baseline})
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -89,7 +96,11 @@ func (c *scenarioCmd) validate(w io.Writer) error {
 				count(len(f.Rounds), "round"), count(n, "run"), n*len(f.Pairs))
 			continue
 		}
-		fmt.Fprintf(w, "%s: scenario %s is valid: %s\n", c.files[i], sc.Name, count(n, "run"))
+		against := ""
+		if b := sc.Baseline; b != nil {
+			against = fmt.Sprintf(", judged against %s (%s)", b.File, count(len(b.Report.Runs), "run"))
+		}
+		fmt.Fprintf(w, "%s: scenario %s is valid: %s%s\n", c.files[i], sc.Name, count(n, "run"), against)
 	}
 	return nil
 }

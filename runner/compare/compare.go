@@ -96,7 +96,9 @@ func (k Key) String() string {
 	return s
 }
 
-func keyOf(r report.Run) Key {
+// KeyOf is the key a run is matched by, so that a scenario judging its
+// runs against a baseline matches them as this package does.
+func KeyOf(r report.Run) Key {
 	k := Key{Case: r.Case, Op: r.Spec.Op.String(), Measure: r.Spec.Measure.String(), Size: r.Spec.Size,
 		QPs: r.Spec.QPs, Mode: r.Spec.Mode.String(), QPType: r.Spec.QPType.String()}
 	if r.Pair != nil {
@@ -264,7 +266,7 @@ func group(rep *report.Report) (map[Key][]report.Run, []Key) {
 		if run.Status == report.Skipped || (run.Pair != nil && run.Pair.Attempt > 0) {
 			continue
 		}
-		k := keyOf(run)
+		k := KeyOf(run)
 		if _, ok := runs[k]; !ok {
 			order = append(order, k)
 		}
