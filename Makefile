@@ -330,12 +330,14 @@ helm-test: $(TESTBIN)/rdmarun_exporter $(TESTBIN)/rdmarun
 		HELM=$$helm RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter \
 		RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun $(GO) test -count=1 -timeout 15m ./...
 
-# After a change to prometheus/rules or dashboards: the chart's copies
-# (a chart cannot read files outside its directory), then the manifests.
+# After a change to prometheus/rules, dashboards or LICENSE: the chart's
+# copies (a chart cannot read files outside its directory), then the
+# manifests.
 helm-refresh:
 	rm -f $(HELM_CHART)/files/rules/*.yml $(HELM_CHART)/files/dashboards/*.json
 	cp prometheus/rules/*.yml $(HELM_CHART)/files/rules/
 	cp dashboards/*.json $(HELM_CHART)/files/dashboards/
+	cp LICENSE $(HELM_CHART)/LICENSE
 	$(MAKE) helm-manifests
 
 # After a change to the chart: render packaging/kubernetes/*.yaml again.

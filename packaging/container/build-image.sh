@@ -157,6 +157,7 @@ chmod 1777 "$R/tmp"
 chmod 0700 "$R/root"
 install -m 0755 "$BINS/rdmarun" "$BINS/rdmarun_exporter" "$R/usr/bin/"
 install -m 0644 "$REPO/examples/rdmarun_exporter.yml" "$R$CONFIG_FILE"
+install -m 0644 "$REPO/LICENSE" "$R$LICENSE_FILE"
 
 cat >"$R/etc/passwd" <<EOF
 root:x:0:0:root:/root:/usr/sbin/nologin
@@ -241,8 +242,8 @@ labels=(
     "org.opencontainers.image.created=$created"
     "org.opencontainers.image.source=$LABEL_SOURCE"
     "org.opencontainers.image.url=$LABEL_URL"
+    "org.opencontainers.image.licenses=$LABEL_LICENSES"
 )
-[ -z "$LABEL_LICENSES" ] || labels+=("org.opencontainers.image.licenses=$LABEL_LICENSES")
 label_args=()
 for l in "${labels[@]}"; do label_args+=(--label "$l"); done
 
