@@ -35,8 +35,12 @@ say() { echo "build-image: $*" >&2; }
 
 GO=${GO:-go}
 VERSION=${VERSION:-$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo dev)}
-REVISION=${REVISION:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}
-LDFLAGS=${LDFLAGS:--X github.com/rdmarun/rdmarun/internal/version.Version=$VERSION}
+# The commit, dirty when VERSION is, as the Makefile computes it.
+if [ -z "${REVISION:-}" ]; then
+    REVISION=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)
+    [[ $VERSION != *-dirty ]] || REVISION+=-dirty
+fi
+LDFLAGS=${LDFLAGS:--X github.com/rdmarun/rdmarun/internal/version.Version=$VERSION -X github.com/rdmarun/rdmarun/internal/version.Revision=$REVISION}
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || echo 0)}
 OUT=${OUT:-$REPO/dist}
 WORK=$REPO/.cache/image

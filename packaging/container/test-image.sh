@@ -5,7 +5,7 @@
 #     image.conf, and the version and revision of the source; the
 #     Dockerfile sets the same (check-dockerfile.sh);
 #  3. its root file system, unpacked from the image's own layer, holds both
-#     binaries, the licence, /etc/libibverbs.d and a provider for every
+#     binaries (which print the labels' version and revision), the licence, /etc/libibverbs.d and a provider for every
 #     driver listed there, and the mount points a runtime needs;
 #  4. inside the soft-RoCE VM, chrooted into that root file system, the
 #     image's exporter probes the image's `rdmarun serve` over rxe
@@ -26,7 +26,11 @@ REPO=$(cd "$HERE/../.." && pwd)
 GO=${GO:-go}
 IMAGE=${IMAGE:-$REPO/dist/rdmarun-image.tar}
 VERSION=${VERSION:-$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo dev)}
-REVISION=${REVISION:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}
+# The commit, dirty when VERSION is, as the Makefile computes it.
+if [ -z "${REVISION:-}" ]; then
+    REVISION=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)
+    [[ $VERSION != *-dirty ]] || REVISION+=-dirty
+fi
 WORK=$REPO/.cache/image
 ROOTFS=$WORK/rootfs
 
@@ -92,6 +96,14 @@ mkdir -p "$ROOTFS"
 for f in usr/bin/rdmarun usr/bin/rdmarun_exporter; do
     [ -x "$ROOTFS/$f" ] || fail "/$f is missing or not executable"
 done
+# The binaries say the version and revision the labels say (build_info
+# takes them from where --version does, internal/version).
+got=$(chroot "$ROOTFS" /usr/bin/rdmarun --version 2>&1) || true
+[ "$got" = "rdmarun $VERSION (revision: $REVISION)" ] ||
+    fail "rdmarun --version in the image: '$got', want 'rdmarun $VERSION (revision: $REVISION)'"
+got=$(chroot "$ROOTFS" /usr/bin/rdmarun_exporter --version 2>&1 | head -n1) || true
+[ "$got" = "rdmarun_exporter, version $VERSION (branch: , revision: $REVISION)" ] ||
+    fail "rdmarun_exporter --version in the image: '$got', want version $VERSION, revision $REVISION"
 [ "$(stat -c %s "$ROOTFS$CONFIG_FILE" 2>/dev/null)" != "" ] || fail "no $CONFIG_FILE"
 cmp -s "$ROOTFS$CONFIG_FILE" "$REPO/examples/rdmarun_exporter.yml" ||
     fail "$CONFIG_FILE is not examples/rdmarun_exporter.yml"

@@ -401,13 +401,18 @@ for bin in rdmarun rdmarun_exporter; do
 		man -l "/usr/share/man/man1/$bin.1.gz" >/dev/null 2>&1 || fail "man cannot render $bin.1.gz"
 	fi
 done
-# Both print the version make dist built them with (VERSION, from git, as
-# the Makefile computes it).
+# Both print the version and revision make dist built them with (VERSION
+# and REVISION, from git, as the Makefile computes them); the exporter's
+# build_info takes them from where its --version does.
 VERSION=${VERSION:-$(git describe --always --dirty)}
-[ "$(/usr/bin/rdmarun --version 2>&1)" = "rdmarun $VERSION" ] ||
-	fail "rdmarun --version: $(/usr/bin/rdmarun --version 2>&1), want rdmarun $VERSION"
-[ "$(/usr/bin/rdmarun_exporter --version 2>&1 | head -1 | sed 's/ (.*//')" = "rdmarun_exporter, version $VERSION" ] ||
-	fail "rdmarun_exporter --version: $(/usr/bin/rdmarun_exporter --version 2>&1 | head -1), want version $VERSION"
+if [ -z "${REVISION:-}" ]; then
+	REVISION=$(git rev-parse HEAD)
+	[[ $VERSION != *-dirty ]] || REVISION+=-dirty
+fi
+[ "$(/usr/bin/rdmarun --version 2>&1)" = "rdmarun $VERSION (revision: $REVISION)" ] ||
+	fail "rdmarun --version: $(/usr/bin/rdmarun --version 2>&1), want rdmarun $VERSION (revision: $REVISION)"
+[ "$(/usr/bin/rdmarun_exporter --version 2>&1 | head -1)" = "rdmarun_exporter, version $VERSION (branch: , revision: $REVISION)" ] ||
+	fail "rdmarun_exporter --version: $(/usr/bin/rdmarun_exporter --version 2>&1 | head -1), want version $VERSION, revision $REVISION"
 
 # The packaged configuration and env file, checked as the unit would start:
 # on a fresh install there is no token yet, and the check says so.
