@@ -3,7 +3,13 @@
 
 GO        ?= go
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -X github.com/rdmarun/rdmarun/internal/version.Version=$(VERSION)
+# The commit, dirty when VERSION is. The go command records it only when
+# it builds in a main checkout (not in a git worktree, not with
+# -buildvcs=false), so the build says it; left empty outside git, the
+# binaries fall back to what the go command recorded (internal/version).
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)$(if $(filter %-dirty,$(VERSION)),-dirty)
+LDFLAGS   := -X github.com/rdmarun/rdmarun/internal/version.Version=$(VERSION) \
+	-X github.com/rdmarun/rdmarun/internal/version.Revision=$(REVISION)
 BIN       := bin
 CACHE     := .cache
 TESTBIN   := $(CACHE)/bin
@@ -287,7 +293,7 @@ package-test: packages-test image-test helm-test
 # this machine, runs the installed daemons in the testbed VM, and purges
 # them. Needs root, dpkg, rpm, apt-get, systemd-analyze and shellcheck.
 packages-test: dist-packages testbed-build
-	VERSION='$(VERSION)' packaging/test/packages.sh
+	VERSION='$(VERSION)' REVISION='$(REVISION)' packaging/test/packages.sh
 
 clean:
 	rm -rf $(BIN) $(CACHE)/bin $(CACHE)/testbed/runs $(PKG_BUILD) dist
@@ -301,10 +307,10 @@ FORCE:
 # runs the image's exporter against its rdmarun serve in the soft-RoCE VM.
 .PHONY: image image-test
 image: dist-packages
-	VERSION='$(VERSION)' BIN_DIR=dist GO='$(GO)' packaging/container/build-image.sh
+	VERSION='$(VERSION)' REVISION='$(REVISION)' BIN_DIR=dist GO='$(GO)' packaging/container/build-image.sh
 
 image-test: image testbed-build
-	VERSION='$(VERSION)' GO='$(GO)' TESTBED_TIMEOUT=150 packaging/container/test-image.sh
+	VERSION='$(VERSION)' REVISION='$(REVISION)' GO='$(GO)' TESTBED_TIMEOUT=150 packaging/container/test-image.sh
 
 # --- Helm chart (packaging/helm, packaging/kubernetes) -----------------------
 # The chart packaging/helm/rdmarun and the plain manifests rendered from it
@@ -330,12 +336,14 @@ helm-test: $(TESTBIN)/rdmarun_exporter $(TESTBIN)/rdmarun
 		HELM=$$helm RDMARUN_EXPORTER_BIN=$(CURDIR)/$(TESTBIN)/rdmarun_exporter \
 		RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun $(GO) test -count=1 -timeout 15m ./...
 
-# After a change to prometheus/rules or dashboards: the chart's copies
-# (a chart cannot read files outside its directory), then the manifests.
+# After a change to prometheus/rules, dashboards or LICENSE: the chart's
+# copies (a chart cannot read files outside its directory), then the
+# manifests.
 helm-refresh:
 	rm -f $(HELM_CHART)/files/rules/*.yml $(HELM_CHART)/files/dashboards/*.json
 	cp prometheus/rules/*.yml $(HELM_CHART)/files/rules/
 	cp dashboards/*.json $(HELM_CHART)/files/dashboards/
+	cp LICENSE $(HELM_CHART)/LICENSE
 	$(MAKE) helm-manifests
 
 # After a change to the chart: render packaging/kubernetes/*.yaml again.

@@ -13,8 +13,6 @@ import (
 	buildversion "github.com/rdmarun/rdmarun/internal/version"
 )
 
-var version = buildversion.String()
-
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // exitError carries an exit code up to run.
@@ -26,6 +24,13 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// versionLine is what --version and the version command print: the
+// version and revision the exporter's build_info metric carries too.
+func versionLine() string {
+	b := buildversion.Get()
+	return fmt.Sprintf("rdmarun %s (revision: %s)", b.Version, b.Revision)
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	app := kingpin.New("rdmarun", "Scriptable RDMA test runner.")
 	app.UsageWriter(stdout)
@@ -34,7 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	helped := false
 	app.Terminate(func(int) { helped = true })
 	app.HelpFlag.Short('h')
-	app.Version("rdmarun " + version)
+	app.Version(versionLine())
 
 	devCmd := app.Command("devices", "List RDMA devices, ports and GID tables.")
 	devJSON := devCmd.Flag("json", "Print JSON instead of a table.").Bool()
@@ -74,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "compare":
 		err = cmpCmd.run(stdout, stderr)
 	case "version":
-		fmt.Fprintf(stdout, "rdmarun %s\n", version)
+		fmt.Fprintln(stdout, versionLine())
 	}
 	if err == nil {
 		return exitOK

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rdmarun/rdmarun/internal/golden"
+	buildversion "github.com/rdmarun/rdmarun/internal/version"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -86,5 +87,21 @@ func TestRun(t *testing.T) {
 				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.stderr)
 			}
 		})
+	}
+}
+
+// TestVersionPrintsRevision: --version and the version command print the
+// version and revision of internal/version, the exporter's build_info's
+// too, as the Makefile's linker flags set them.
+func TestVersionPrintsRevision(t *testing.T) {
+	oldVersion, oldRevision := buildversion.Version, buildversion.Revision
+	buildversion.Version, buildversion.Revision = "v9.8.7-3-gabcdef0-dirty", "abcdef0123456789abcdef0123456789abcdef01-dirty"
+	t.Cleanup(func() { buildversion.Version, buildversion.Revision = oldVersion, oldRevision })
+	const want = "rdmarun v9.8.7-3-gabcdef0-dirty (revision: abcdef0123456789abcdef0123456789abcdef01-dirty)\n"
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitOK || stdout.String() != want {
+			t.Errorf("rdmarun %s: exit %d, stdout %q, want %q; stderr %q", args[0], code, stdout.String(), want, stderr.String())
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
+	buildversion "github.com/rdmarun/rdmarun/internal/version"
 	"github.com/rdmarun/rdmarun/runner"
 	"github.com/rdmarun/rdmarun/runner/report"
 )
@@ -61,7 +62,7 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 		if name == "" {
 			name = sc.Name
 		}
-		opt := runner.Options{Tool: "rdmarun " + version, File: files[i], Progress: progress(stderr)}
+		opt := runner.Options{Tool: "rdmarun " + buildversion.String(), File: files[i], Progress: progress(stderr)}
 		rep, err := executeOne(ctx, sc, name, at, opt)
 		if err != nil {
 			return err

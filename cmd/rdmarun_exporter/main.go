@@ -59,8 +59,9 @@ func run(args []string) int {
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
 	// prometheus/common/version's output shape and build_info metric, with
-	// the version both binaries share.
-	version.Version = buildversion.String()
+	// the version and revision both binaries share.
+	build := buildversion.Get()
+	version.Version, version.Revision = build.Version, build.Revision
 	app.Version(version.Print("rdmarun_exporter"))
 	app.HelpFlag.Short('h')
 	if _, err := app.Parse(args); err != nil {

@@ -35,8 +35,12 @@ say() { echo "build-image: $*" >&2; }
 
 GO=${GO:-go}
 VERSION=${VERSION:-$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo dev)}
-REVISION=${REVISION:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}
-LDFLAGS=${LDFLAGS:--X github.com/rdmarun/rdmarun/internal/version.Version=$VERSION}
+# The commit, dirty when VERSION is, as the Makefile computes it.
+if [ -z "${REVISION:-}" ]; then
+    REVISION=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)
+    [[ $VERSION != *-dirty ]] || REVISION+=-dirty
+fi
+LDFLAGS=${LDFLAGS:--X github.com/rdmarun/rdmarun/internal/version.Version=$VERSION -X github.com/rdmarun/rdmarun/internal/version.Revision=$REVISION}
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || echo 0)}
 OUT=${OUT:-$REPO/dist}
 WORK=$REPO/.cache/image
@@ -157,6 +161,7 @@ chmod 1777 "$R/tmp"
 chmod 0700 "$R/root"
 install -m 0755 "$BINS/rdmarun" "$BINS/rdmarun_exporter" "$R/usr/bin/"
 install -m 0644 "$REPO/examples/rdmarun_exporter.yml" "$R$CONFIG_FILE"
+install -m 0644 "$REPO/LICENSE" "$R$LICENSE_FILE"
 
 cat >"$R/etc/passwd" <<EOF
 root:x:0:0:root:/root:/usr/sbin/nologin
@@ -241,8 +246,8 @@ labels=(
     "org.opencontainers.image.created=$created"
     "org.opencontainers.image.source=$LABEL_SOURCE"
     "org.opencontainers.image.url=$LABEL_URL"
+    "org.opencontainers.image.licenses=$LABEL_LICENSES"
 )
-[ -z "$LABEL_LICENSES" ] || labels+=("org.opencontainers.image.licenses=$LABEL_LICENSES")
 label_args=()
 for l in "${labels[@]}"; do label_args+=(--label "$l"); done
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hold the Dockerfile to the crane-built image: base release, ports,
-# entrypoint, command, user, the unprivileged account and the labels must
-# be those of image.conf. No container engine is needed.
+# entrypoint, command, user, the unprivileged account, the licence file
+# and the labels must be those of image.conf. No container engine is needed.
 #
 #   check-dockerfile.sh [IMAGE_CONFIG_JSON]
 #
@@ -49,6 +49,7 @@ grep -Eq "useradd --system --uid $RUN_AS_UID --gid $RUN_AS_USER .* $RUN_AS_USER(
     fail "no useradd of $RUN_AS_USER with uid $RUN_AS_UID"
 grep -Eq "^COPY [^ ]+ $CONFIG_FILE$" <<<"$instructions" || fail "no COPY to $CONFIG_FILE"
 grep -Eq "^COPY .* /usr/bin/$" <<<"$instructions" || fail "no COPY of the binaries to /usr/bin/"
+grep -Eq "^COPY LICENSE $LICENSE_FILE$" <<<"$instructions" || fail "no COPY of LICENSE to $LICENSE_FILE"
 
 # The labels, as a JSON object: key="value" pairs of the LABEL instruction.
 labels=$(only LABEL | grep -oE '[A-Za-z0-9._-]+="[^"]*"' |
@@ -57,8 +58,7 @@ want=$(jq -nc \
     --arg title "$LABEL_TITLE" --arg description "$LABEL_DESCRIPTION" \
     --arg source "$LABEL_SOURCE" --arg url "$LABEL_URL" --arg licenses "$LABEL_LICENSES" \
     '{title: $title, description: $description, source: $source, url: $url,
-      version: "${VERSION}", revision: "${REVISION}", created: "${CREATED}"}
-     + (if $licenses == "" then {} else {licenses: $licenses} end)
+      version: "${VERSION}", revision: "${REVISION}", created: "${CREATED}", licenses: $licenses}
      | with_entries(.key = "org.opencontainers.image." + .key)')
 same LABEL "$(jq -Sc . <<<"$labels")" "$(jq -Sc . <<<"$want")"
 if [ $# -ge 1 ]; then

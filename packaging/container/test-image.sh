@@ -5,8 +5,8 @@
 #     image.conf, and the version and revision of the source; the
 #     Dockerfile sets the same (check-dockerfile.sh);
 #  3. its root file system, unpacked from the image's own layer, holds both
-#     binaries, /etc/libibverbs.d and a provider for every driver listed
-#     there, and the mount points a runtime needs;
+#     binaries (which print the labels' version and revision), the licence, /etc/libibverbs.d and a provider for every
+#     driver listed there, and the mount points a runtime needs;
 #  4. inside the soft-RoCE VM, chrooted into that root file system, the
 #     image's exporter probes the image's `rdmarun serve` over rxe
 #     (vm-probe.sh).
@@ -26,7 +26,11 @@ REPO=$(cd "$HERE/../.." && pwd)
 GO=${GO:-go}
 IMAGE=${IMAGE:-$REPO/dist/rdmarun-image.tar}
 VERSION=${VERSION:-$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo dev)}
-REVISION=${REVISION:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}
+# The commit, dirty when VERSION is, as the Makefile computes it.
+if [ -z "${REVISION:-}" ]; then
+    REVISION=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)
+    [[ $VERSION != *-dirty ]] || REVISION+=-dirty
+fi
 WORK=$REPO/.cache/image
 ROOTFS=$WORK/rootfs
 
@@ -69,9 +73,12 @@ want_labels=$(jq -nc \
     --arg version "$VERSION" --arg revision "$REVISION" \
     --arg source "$LABEL_SOURCE" --arg url "$LABEL_URL" --arg licenses "$LABEL_LICENSES" \
     '{title: $title, description: $description, version: $version, revision: $revision,
-      source: $source, url: $url} + (if $licenses == "" then {} else {licenses: $licenses} end)
+      source: $source, url: $url, licenses: $licenses}
      | with_entries(.key = "org.opencontainers.image." + .key)')
 expect labels "(.config.Labels | del(.\"org.opencontainers.image.created\"))" "$(jq -Sc . <<<"$want_labels")"
+# image.conf sets the label for both builds; the licence is the project's,
+# so an image.conf that drops or changes it fails here too.
+expect "licenses label" '.config.Labels."org.opencontainers.image.licenses"' '"Apache-2.0"'
 created=$(jq -r '.config.Labels."org.opencontainers.image.created" // ""' <<<"$config")
 [[ $created =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]] ||
     fail "label org.opencontainers.image.created is '$created', not an RFC 3339 UTC time"
@@ -89,9 +96,18 @@ mkdir -p "$ROOTFS"
 for f in usr/bin/rdmarun usr/bin/rdmarun_exporter; do
     [ -x "$ROOTFS/$f" ] || fail "/$f is missing or not executable"
 done
+# The binaries say the version and revision the labels say (build_info
+# takes them from where --version does, internal/version).
+got=$(chroot "$ROOTFS" /usr/bin/rdmarun --version 2>&1) || true
+[ "$got" = "rdmarun $VERSION (revision: $REVISION)" ] ||
+    fail "rdmarun --version in the image: '$got', want 'rdmarun $VERSION (revision: $REVISION)'"
+got=$(chroot "$ROOTFS" /usr/bin/rdmarun_exporter --version 2>&1 | head -n1) || true
+[ "$got" = "rdmarun_exporter, version $VERSION (branch: , revision: $REVISION)" ] ||
+    fail "rdmarun_exporter --version in the image: '$got', want version $VERSION, revision $REVISION"
 [ "$(stat -c %s "$ROOTFS$CONFIG_FILE" 2>/dev/null)" != "" ] || fail "no $CONFIG_FILE"
 cmp -s "$ROOTFS$CONFIG_FILE" "$REPO/examples/rdmarun_exporter.yml" ||
     fail "$CONFIG_FILE is not examples/rdmarun_exporter.yml"
+cmp -s "$ROOTFS$LICENSE_FILE" "$REPO/LICENSE" || fail "$LICENSE_FILE is missing or not LICENSE"
 for d in proc sys dev tmp run etc/rdmarun; do
     [ -d "$ROOTFS/$d" ] || fail "no /$d mount point"
 done
@@ -107,7 +123,7 @@ for f in "$ROOTFS"/etc/libibverbs.d/*.driver; do
     ndrivers=$((ndrivers + 1))
 done
 [ "$failures" = 0 ] || die "$failures check(s) failed"
-say "rootfs: both binaries, $ndrivers drivers with their providers, mount points"
+say "rootfs: both binaries, the licence, $ndrivers drivers with their providers, mount points"
 
 # --- 4. it works on soft-RoCE ------------------------------------------------
 # The VM sees this file system read-only at the same paths, so the

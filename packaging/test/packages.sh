@@ -3,7 +3,8 @@
 #   1. the package version mapping;
 #   2. the deb and rpm contents, metadata, conffiles and scripts, against
 #      the lists in packaging/test/testdata (UPDATE_TESTDATA=1 rewrites
-#      them, so a change shows as a diff to review);
+#      them, so a change shows as a diff to review), and the licence each
+#      package declares and carries;
 #   3. systemd-analyze verify (silent) and security (at most the threshold
 #      of packaging/README.md) on the units as packaged;
 #   4. a real apt-get install of both debs on this machine, then, inside the
@@ -190,6 +191,47 @@ expect() {
 	diff -u "$want" <(printf '%s\n' "$got") >&2 || fail "$1 differs from $want (UPDATE_TESTDATA=1 rewrites it)"
 }
 
+# dep5_licence [quiet]: stdin is a machine-readable (DEP-5) copyright file
+# that licenses every file (Files: *) under Apache-2.0 and has that
+# licence's stand-alone paragraph, pointing at base-files' text. Says what
+# is wrong unless quiet; fails if anything is.
+dep5_licence() {
+	local out
+	out=$(awk '
+		BEGIN { RS = ""; FS = "\n" }
+		{
+			files = ""; licence = ""; copyright = 0; body = ""
+			for (i = 1; i <= NF; i++) {
+				if ($i ~ /^Files:/) { files = $i; sub(/^Files:[ \t]*/, "", files) }
+				else if ($i ~ /^Copyright:/) copyright = 1
+				else if ($i ~ /^License:/) { licence = $i; sub(/^License:[ \t]*/, "", licence) }
+				else if (licence != "" && $i ~ /^[ \t]/) body = body $i "\n"
+			}
+			if (NR == 1) {
+				if ($1 != "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/")
+					print "the first line is not the DEP-5 Format: line: " $1
+				next
+			}
+			if (files == "*") {
+				all = 1
+				if (licence != "Apache-2.0") print "Files: * has License: \"" licence "\", want Apache-2.0"
+				if (!copyright) print "Files: * has no Copyright:"
+			} else if (files == "" && licence == "Apache-2.0") {
+				standalone = 1
+				if (body !~ /\/usr\/share\/common-licenses\/Apache-2\.0/)
+					print "the Apache-2.0 paragraph does not point at /usr/share/common-licenses/Apache-2.0"
+			}
+		}
+		END {
+			if (NR == 0) print "the file is empty"
+			if (!all) print "no Files: * paragraph"
+			if (!standalone) print "no stand-alone License: Apache-2.0 paragraph"
+		}')
+	[ -z "$out" ] && return 0
+	[ "${1:-}" = quiet ] || printf '%s\n' "$out" >&2
+	return 1
+}
+
 step "shellcheck"
 shellcheck packaging/scripts/*/*.sh packaging/nfpm/*.sh packaging/test/packages.sh || fail "shellcheck"
 
@@ -247,6 +289,39 @@ for rpm in "${rpms[@]}"; do
 	rpm -qp --scripts "$rpm" | expect "$pkg.rpm.scripts"
 	rpm -K --nosignature "$rpm" | grep -q ': digests OK$' || fail "$rpm: rpm -K --nosignature: $(rpm -K --nosignature "$rpm" 2>&1)"
 done
+
+step "licence"
+# The listings above show that the files are there; this shows what they
+# say. A deb names its licence in the DEP-5 copyright file and points at
+# base-files' text, which must be the text of LICENSE; an rpm names it in
+# its License tag and ships the text as a %license file.
+cmp -s LICENSE /usr/share/common-licenses/Apache-2.0 ||
+	fail "LICENSE is not the text of /usr/share/common-licenses/Apache-2.0 (base-files)"
+for deb in "${debs[@]}"; do
+	pkg=$(dpkg-deb -f "$deb" Package)
+	copyright=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/share/doc/$pkg/copyright" 2>/dev/null) ||
+		{ fail "$deb has no /usr/share/doc/$pkg/copyright"; continue; }
+	dep5_licence <<<"$copyright" || fail "$deb: /usr/share/doc/$pkg/copyright does not license it as Apache-2.0"
+done
+for rpm in "${rpms[@]}"; do
+	pkg=$(rpm -qp --qf '%{NAME}' "$rpm")
+	got=$(rpm -qp --qf '%{LICENSE}' "$rpm")
+	[ "$got" = Apache-2.0 ] || fail "$rpm: License tag is '$got', want Apache-2.0"
+	got=$(rpm -qpL "$rpm")
+	[ "$got" = "/usr/share/licenses/$pkg/LICENSE" ] ||
+		fail "$rpm: its %license files are '$got', want /usr/share/licenses/$pkg/LICENSE"
+	# The header's SHA-256 of the file, which rpm -K and an install hold
+	# the payload to, stands for its text.
+	got=$(rpm -qp --qf '[%{FILEDIGESTS} %{FILENAMES}\n]' "$rpm" | sed -n "s| /usr/share/licenses/$pkg/LICENSE\$||p")
+	[ "$got" = "$(sha256sum LICENSE | cut -d' ' -f1)" ] ||
+		fail "$rpm: /usr/share/licenses/$pkg/LICENSE is not LICENSE (digest '$got')"
+done
+# The check must be able to fail: a copyright file that names no licence
+# for its files, or another one, is refused.
+! dep5_licence quiet <<<"$(sed '/^Files: \*$/,/^$/{/^License:/d}' packaging/nfpm/copyright)" ||
+	fail "a copyright file whose Files: * names no licence passes"
+! dep5_licence quiet <<<"$(sed 's/^License: Apache-2.0$/License: MIT/' packaging/nfpm/copyright)" ||
+	fail "a copyright file of another licence passes"
 
 step "systemd units"
 root=$(mktemp -d /tmp/pkgtest-root.XXXXXX)
@@ -326,13 +401,18 @@ for bin in rdmarun rdmarun_exporter; do
 		man -l "/usr/share/man/man1/$bin.1.gz" >/dev/null 2>&1 || fail "man cannot render $bin.1.gz"
 	fi
 done
-# Both print the version make dist built them with (VERSION, from git, as
-# the Makefile computes it).
+# Both print the version and revision make dist built them with (VERSION
+# and REVISION, from git, as the Makefile computes them); the exporter's
+# build_info takes them from where its --version does.
 VERSION=${VERSION:-$(git describe --always --dirty)}
-[ "$(/usr/bin/rdmarun --version 2>&1)" = "rdmarun $VERSION" ] ||
-	fail "rdmarun --version: $(/usr/bin/rdmarun --version 2>&1), want rdmarun $VERSION"
-[ "$(/usr/bin/rdmarun_exporter --version 2>&1 | head -1 | sed 's/ (.*//')" = "rdmarun_exporter, version $VERSION" ] ||
-	fail "rdmarun_exporter --version: $(/usr/bin/rdmarun_exporter --version 2>&1 | head -1), want version $VERSION"
+if [ -z "${REVISION:-}" ]; then
+	REVISION=$(git rev-parse HEAD)
+	[[ $VERSION != *-dirty ]] || REVISION+=-dirty
+fi
+[ "$(/usr/bin/rdmarun --version 2>&1)" = "rdmarun $VERSION (revision: $REVISION)" ] ||
+	fail "rdmarun --version: $(/usr/bin/rdmarun --version 2>&1), want rdmarun $VERSION (revision: $REVISION)"
+[ "$(/usr/bin/rdmarun_exporter --version 2>&1 | head -1)" = "rdmarun_exporter, version $VERSION (branch: , revision: $REVISION)" ] ||
+	fail "rdmarun_exporter --version: $(/usr/bin/rdmarun_exporter --version 2>&1 | head -1), want version $VERSION, revision $REVISION"
 
 # The packaged configuration and env file, checked as the unit would start:
 # on a fresh install there is no token yet, and the check says so.

@@ -9,10 +9,12 @@ import (
 )
 
 // The chart cannot read files outside its directory, so it carries copies
-// of the rules and dashboards; `make helm-refresh` makes them again.
+// of the rules, the dashboards and the licence; `make helm-refresh` makes
+// them again.
 var copies = []struct{ source, copy, pattern string }{
 	{"prometheus/rules", "packaging/helm/rdmarun/files/rules", "*.yml"},
 	{"dashboards", "packaging/helm/rdmarun/files/dashboards", "*.json"},
+	{".", "packaging/helm/rdmarun", "LICENSE"},
 }
 
 // TestChartCopiesEqualSources: the same file names, byte for byte.
