@@ -1,22 +1,19 @@
 package runner
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -34,10 +31,10 @@ func Load(path string, overrides map[string]string) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{file: path}
+	l := newLoader(path)
 	sc := l.parse(data, overrides)
 	dir := filepath.Dir(path)
-	if len(l.errs) == 0 {
+	if l.c.Count() == 0 {
 		l.resolveFleet(dir)
 	}
 	if err := l.result(); err != nil {
@@ -63,7 +60,7 @@ func Load(path string, overrides map[string]string) (*Scenario, error) {
 // then has no Hosts, Pairs or Rounds. The error, when there is one, is an
 // ErrorList.
 func Parse(name string, data []byte, overrides map[string]string) (*Scenario, error) {
-	l := &loader{file: name}
+	l := newLoader(name)
 	sc := l.parse(data, overrides)
 	if err := l.result(); err != nil {
 		return nil, err
@@ -72,78 +69,42 @@ func Parse(name string, data []byte, overrides map[string]string) (*Scenario, er
 }
 
 // result is the problems found, in file order, or nil.
-func (l *loader) result() error {
-	if len(l.errs) == 0 {
-		return nil
-	}
-	sort.SliceStable(l.errs, func(i, j int) bool {
-		a, b := l.errs[i], l.errs[j]
-		return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
-	})
-	if l.dropped {
-		l.errs = append(l.errs, &Error{File: l.file, Msg: "too many errors; fix these and check again"})
-	}
-	return l.errs
-}
+func (l *loader) result() error { return l.c.Err() }
 
 type loader struct {
-	file    string
-	errs    ErrorList
-	count   int // problems found, including those past maxErrors
-	dropped bool
-	vars    map[string]string
+	file string
+	c    yamlerr.Collector
+	vars map[string]string
 	// spelled, set when the values came from flags (Single), maps a key
 	// to the flag that gave it: errors name that, and have no place.
 	spelled map[string]string
 	fleet   *fleetDraft // nil unless the file gives a fleet key
 }
 
+func newLoader(file string) *loader {
+	return &loader{file: file, c: yamlerr.Collector{File: file}}
+}
+
 // errorf records a problem at n (nil: no place in the file).
 func (l *loader) errorf(n *yaml.Node, key, format string, args ...any) {
-	l.count++
-	if len(l.errs) >= maxErrors {
-		l.dropped = true
-		return
-	}
 	if l.spelled != nil {
 		key = l.spelled[key] // "" for a key no flag gave, such as the case's own
 	}
-	e := &Error{File: l.file, Key: key, Msg: fmt.Sprintf(format, args...)}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	l.errs = append(l.errs, e)
+	l.c.At(n, key, format, args...)
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(protectVars(data)))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
+	root := yamlerr.Parse(&l.c, protectVars(data))
+	if root == nil {
+		if l.c.Count() == 0 {
 			l.errorf(nil, "", "the file is empty; a scenario needs at least cases:")
-			return nil
 		}
-		l.syntaxError(err)
 		return nil
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		l.errorf(&extra, "", "a second YAML document; a scenario file holds one (remove the ---)")
-		return nil
-	} else if !errors.Is(err, io.EOF) {
-		l.syntaxError(err)
-		return nil
-	}
-	restoreVars(&doc)
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	root = resolve(root)
+	restoreVars(root)
+	root = yamlerr.Resolve(root)
 	if root.Kind != yaml.MappingNode {
-		l.errorf(root, "", "a scenario is a mapping of keys (name, peer, defaults, cases, ...), not %s", describe(root))
+		l.errorf(root, "", "a scenario is a mapping of keys (name, peer, defaults, cases, ...), not %s", yamlerr.Describe(root))
 		return nil
 	}
 	pairs := l.pairs(root, "", topKeys)
@@ -210,17 +171,6 @@ func (l *loader) repeatRuns(sc *Scenario, at *yaml.Node) {
 			sc.runs = append(sc.runs, run)
 		}
 	}
-}
-
-func (l *loader) syntaxError(err error) {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		// The YAML parser gives no column; 0 leaves it out.
-		l.errs = append(l.errs, &Error{File: l.file, Line: line, Msg: "not valid YAML: " + m[2]})
-		return
-	}
-	l.errs = append(l.errs, &Error{File: l.file, Msg: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 }
 
 var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"repeat", "vars", "defaults", "cases"})
@@ -350,13 +300,13 @@ func (l *loader) parseVars(root *yaml.Node, p *pair, overrides map[string]string
 	at := root
 	if p != nil {
 		at = p.k
-		n := resolve(p.v)
+		n := yamlerr.Resolve(p.v)
 		if n.Kind != yaml.MappingNode {
-			l.errorf(n, "vars", "want a mapping of names to values, such as {iters: 10000}, not %s", describe(n))
+			l.errorf(n, "vars", "want a mapping of names to values, such as {iters: 10000}, not %s", yamlerr.Describe(n))
 		} else {
 			seen := map[string]*yaml.Node{}
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+				k, v := yamlerr.Resolve(n.Content[i]), yamlerr.Resolve(n.Content[i+1])
 				name := k.Value
 				if first, dup := seen[name]; dup {
 					l.errorf(k, "vars", "variable %q is declared twice (first at line %d)", name, first.Line)
@@ -368,7 +318,7 @@ func (l *loader) parseVars(root *yaml.Node, p *pair, overrides map[string]string
 					continue
 				}
 				if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-					l.errorf(v, "vars", "variable %q wants a single value, not %s", name, describe(v))
+					l.errorf(v, "vars", "variable %q wants a single value, not %s", name, yamlerr.Describe(v))
 					continue
 				}
 				l.vars[name] = v.Value
@@ -378,7 +328,7 @@ func (l *loader) parseVars(root *yaml.Node, p *pair, overrides map[string]string
 	for _, name := range sortedKeys(overrides) {
 		if _, ok := l.vars[name]; !ok {
 			msg := fmt.Sprintf("override %q names no variable of this scenario", name)
-			if s := didYouMean(name, sortedKeys(l.vars), true); s != "" {
+			if s := yamlerr.DidYouMean(name, sortedKeys(l.vars), true); s != "" {
 				msg += "; " + s
 			} else if len(l.vars) == 0 {
 				msg += "; it declares none (add it under vars:)"
@@ -414,7 +364,7 @@ func (l *loader) substitute(n *yaml.Node, key, s string) (string, bool) {
 		v, ok := l.vars[name]
 		if !ok {
 			msg := fmt.Sprintf("undefined variable %q", name)
-			switch s := didYouMean(name, sortedKeys(l.vars), true); {
+			switch s := yamlerr.DidYouMean(name, sortedKeys(l.vars), true); {
 			case s != "":
 				msg += "; " + s
 			case len(l.vars) == 0:
@@ -463,29 +413,21 @@ type pair struct{ k, v *yaml.Node }
 // pairs reads a mapping, reporting keys that are unknown or given twice.
 // It returns nil when n is not a mapping.
 func (l *loader) pairs(n *yaml.Node, key string, known []string) map[string]*pair {
-	n = resolve(n)
+	n = yamlerr.Resolve(n)
 	if n.Kind != yaml.MappingNode {
-		keys := strings.Join(known, ", ")
-		if len(known) > 6 {
-			keys = strings.Join(known[:6], ", ") + ", ..."
-		}
-		l.errorf(n, key, "want a mapping of keys (%s), not %s", keys, describe(n))
+		l.errorf(n, key, "want %s, not %s", yamlerr.Keys(known), yamlerr.Describe(n))
 		return nil
 	}
 	out := map[string]*pair{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), n.Content[i+1]
+		k, v := yamlerr.Resolve(n.Content[i]), n.Content[i+1]
 		name := k.Value
 		if k.Kind != yaml.ScalarNode {
-			l.errorf(k, key, "a key must be a name, not %s", describe(k))
+			l.errorf(k, key, "a key must be a name, not %s", yamlerr.Describe(k))
 			continue
 		}
-		if !contains(known, name) {
-			if s := didYouMean(name, known, true); s != "" {
-				l.errorf(k, "", "unknown key %q; %s", name, s)
-			} else {
-				l.errorf(k, "", "unknown key %q; allowed here: %s", name, strings.Join(known, ", "))
-			}
+		if !slices.Contains(known, name) {
+			l.errorf(k, "", "%s", yamlerr.UnknownKey(name, known))
 			continue
 		}
 		if first, dup := out[name]; dup {
@@ -497,52 +439,19 @@ func (l *loader) pairs(n *yaml.Node, key string, known []string) map[string]*pai
 	return out
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// resolve follows an alias (*name) to the node it stands for.
-func resolve(n *yaml.Node) *yaml.Node {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		return n.Alias
-	}
-	return n
-}
-
-func describe(n *yaml.Node) string {
-	n = resolve(n)
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "nothing"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "nothing"
-}
-
 // scalar reads a single value with its variables substituted. An empty
 // value is an error, saying what is allowed.
 func (l *loader) scalar(n *yaml.Node, key, allowed string) (string, bool) {
-	n = resolve(n)
+	n = yamlerr.Resolve(n)
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		l.errorf(n, key, "want a single value, not %s; %s", describe(n), allowed)
+		l.errorf(n, key, "want a single value, not %s; %s", yamlerr.Describe(n), allowed)
 		return "", false
 	}
 	return l.substitute(n, key, n.Value)
 }
 
 func (l *loader) scalarAllowEmpty(n *yaml.Node, key string) (string, bool) {
-	n = resolve(n)
+	n = yamlerr.Resolve(n)
 	if n.Tag == "!!null" {
 		return "", true
 	}
@@ -553,7 +462,7 @@ func (l *loader) scalarAllowEmpty(n *yaml.Node, key string) (string, bool) {
 func (l *loader) text(n *yaml.Node, key, allowed string) (string, bool) {
 	s, ok := l.scalar(n, key, allowed)
 	if ok && strings.TrimSpace(s) == "" {
-		l.errorf(resolve(n), key, "empty; %s", allowed)
+		l.errorf(yamlerr.Resolve(n), key, "empty; %s", allowed)
 		return "", false
 	}
 	return s, ok
@@ -564,7 +473,7 @@ func (l *loader) int(n *yaml.Node, key string, lo, hi int, allowed string) (int,
 	if !ok {
 		return 0, false
 	}
-	return l.intValue(resolve(n), key, s, lo, hi, allowed)
+	return l.intValue(yamlerr.Resolve(n), key, s, lo, hi, allowed)
 }
 
 func (l *loader) intValue(n *yaml.Node, key, s string, lo, hi int, allowed string) (int, bool) {
@@ -591,7 +500,7 @@ func (l *loader) bool(n *yaml.Node, key string) (bool, bool) {
 	case "false":
 		return false, true
 	}
-	l.errorf(resolve(n), key, "%q is not true or false; write true or false", s)
+	l.errorf(yamlerr.Resolve(n), key, "%q is not true or false; write true or false", s)
 	return false, false
 }
 
@@ -599,7 +508,7 @@ func (l *loader) bool(n *yaml.Node, key string) (bool, bool) {
 // value holding commas is a list too, so that one variable (--set
 // sizes=2,64,4KiB) can stand for a whole sweep.
 func (l *loader) items(n *yaml.Node, key, allowed string) ([]item, bool) {
-	n = resolve(n)
+	n = yamlerr.Resolve(n)
 	switch n.Kind {
 	case yaml.SequenceNode:
 		if len(n.Content) == 0 {
@@ -612,7 +521,7 @@ func (l *loader) items(n *yaml.Node, key, allowed string) ([]item, bool) {
 			s, good := l.scalar(c, key, allowed)
 			ok = ok && good
 			if good {
-				out = append(out, item{resolve(c), strings.TrimSpace(s)})
+				out = append(out, item{yamlerr.Resolve(c), strings.TrimSpace(s)})
 			}
 		}
 		return out, ok
@@ -627,7 +536,7 @@ func (l *loader) items(n *yaml.Node, key, allowed string) ([]item, bool) {
 		}
 		return out, true
 	}
-	l.errorf(n, key, "want a value or a list, not %s; %s", describe(n), allowed)
+	l.errorf(n, key, "want a value or a list, not %s; %s", yamlerr.Describe(n), allowed)
 	return nil, false
 }
 

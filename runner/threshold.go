@@ -16,6 +16,7 @@ import (
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 	"github.com/rdmarun/rdmarun/portstats"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner/report"
@@ -289,7 +290,7 @@ func explainCompileError(src, code string, err error) error {
 	}
 	if name, ok := unknownName(code); ok {
 		hint := ""
-		if s := didYouMean(name, knownNames(), false); s != "" {
+		if s := yamlerr.DidYouMean(name, knownNames(), false); s != "" {
 			hint = " (" + s + ")"
 		}
 		known := strings.Replace(strings.Join(knownNames(), ", "), "counter", `counter("name")`, 1)
