@@ -31,7 +31,8 @@ type sample struct {
 	Extra   `yaml:",inline"`
 	Upper   int // named upper, as yaml.v3 names it
 	Skipped int `yaml:"-"`
-	hidden  int
+	//lint:ignore U1000 never set: it is here to be skipped as yaml.v3 skips it
+	hidden int
 }
 
 type inner struct {
