@@ -43,12 +43,13 @@ type Schema struct {
 // the reader should hear it ("a size such as 4KiB"), and a list or
 // mapping an item tag, the shape of one element.
 //
-// Check is stricter than the decoder in three places, each a value the
-// decoder would take for something else without a word: a list item or
-// mapping value left empty (dropped, or decoded as a zero value, not the
-// defaults), a key left empty (ignored), and a fraction for a whole
-// number (truncated). An empty value of a struct's key is allowed: it
-// leaves the key's default, as leaving the key out does.
+// Check is stricter than the decoder where the decoder would take a value
+// for something else without a word: a list item or mapping value left
+// empty (dropped, or decoded as a zero value, not the defaults), a key
+// left empty (ignored), a fraction for a whole number (truncated), a
+// second merge key (replacing the first). An empty value of a struct's
+// key is allowed: it leaves the key's default, as leaving the key out
+// does.
 func (s Schema) Check(c *Collector, n *yaml.Node, t reflect.Type) {
 	k := &checker{c: c, as: s.As, done: map[visit]bool{}, structs: map[reflect.Type]*structInfo{}}
 	k.value(n, t, "", hint{want: s.Want}, true)
