@@ -7,6 +7,8 @@ import (
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
+
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 )
 
 // compareFuncs ask runner/compare's verdict on one metric of the run's
@@ -99,12 +101,12 @@ func checkCompareCalls(code string) error {
 		not := ""
 		if arg != "..." {
 			not = ", not " + arg
-			if s := didYouMean(arg, comparedNames(), false); s != "" {
+			if s := yamlerr.DidYouMean(arg, comparedNames(), false); s != "" {
 				not += " (" + s + ")"
 			}
 		}
 		bad = fmt.Errorf("%s(%s): the comparison with the baseline judges %s%s; write one of them, such as not %s(p99)",
-			id.Value, arg, orList(comparedNames()), not, id.Value)
+			id.Value, arg, yamlerr.OrList(comparedNames()), not, id.Value)
 	}))
 	return bad
 }

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 	"github.com/rdmarun/rdmarun/runner/compare"
 )
 
@@ -26,7 +27,7 @@ const (
 func (l *loader) parseBaseline(k, v *yaml.Node) *Baseline {
 	l.haveBaseline, l.baselineNode = true, k
 	b := &Baseline{Options: compare.DefaultOptions()}
-	n := resolve(v)
+	n := yamlerr.Resolve(v)
 	if n.Kind != yaml.MappingNode {
 		l.baselineAt = n
 		if s, ok := l.text(n, "baseline", baselineAllowed); ok {
@@ -36,7 +37,7 @@ func (l *loader) parseBaseline(k, v *yaml.Node) *Baseline {
 	}
 	pairs := l.pairs(n, "baseline", baselineKeys)
 	if p, ok := pairs["file"]; ok {
-		l.baselineAt = resolve(p.v)
+		l.baselineAt = yamlerr.Resolve(p.v)
 		if s, ok := l.text(p.v, "baseline.file", baselineFileAllowed); ok {
 			b.File = s
 		}
@@ -62,7 +63,7 @@ func (l *loader) fraction(v *yaml.Node, key string, lo float64, allowed string) 
 	if !ok {
 		return 0, false
 	}
-	n := resolve(v)
+	n := yamlerr.Resolve(v)
 	t, scale := strings.TrimSpace(s), 1.0
 	if p, ok := strings.CutSuffix(t, "%"); ok {
 		t, scale = strings.TrimSpace(p), 100

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/units"
 )
@@ -56,26 +57,26 @@ const (
 )
 
 func (l *loader) parseCase(n *yaml.Node, isDefaults bool) (d caseDef) {
-	d = caseDef{node: resolve(n)}
+	d = caseDef{node: yamlerr.Resolve(n)}
 	known, where := caseKeys, "cases"
 	if isDefaults {
 		known, where = defaultsKeys, "defaults"
 	}
-	before := l.count
-	defer func() { d.bad = l.count > before }()
+	before := l.c.Count()
+	defer func() { d.bad = l.c.Count() > before }()
 	pairs := l.pairs(n, where, known)
 	var iterNode, durNode *yaml.Node
 	// Walk in file order so knobs apply in the order written.
 	for i := 0; pairs != nil && i+1 < len(d.node.Content); i += 2 {
-		key := resolve(d.node.Content[i]).Value
+		key := yamlerr.Resolve(d.node.Content[i]).Value
 		p, ok := pairs[key]
-		if !ok || p.k != resolve(d.node.Content[i]) {
+		if !ok || p.k != yamlerr.Resolve(d.node.Content[i]) {
 			continue // unknown or repeated: already reported
 		}
 		v := p.v
 		switch key {
 		case "name":
-			d.nameNode = resolve(v)
+			d.nameNode = yamlerr.Resolve(v)
 			if s, ok := l.text(v, key, "write a name for the case, unique in the file"); ok {
 				d.name = s
 			}
@@ -84,12 +85,12 @@ func (l *loader) parseCase(n *yaml.Node, isDefaults bool) (d caseDef) {
 				d.description = s
 			}
 		case "op":
-			d.opNode = resolve(v)
+			d.opNode = yamlerr.Resolve(v)
 			if s, ok := l.scalar(v, key, allowedOps); ok {
 				if op, err := rdma.ParseOp(s); err == nil {
 					d.op = &op
 				} else {
-					l.errorf(resolve(v), key, "%q is not an op; %s%s", s, allowedOps, hint(s, opNames()))
+					l.errorf(yamlerr.Resolve(v), key, "%q is not an op; %s%s", s, allowedOps, hint(s, opNames()))
 				}
 			}
 		case "measure":
@@ -97,7 +98,7 @@ func (l *loader) parseCase(n *yaml.Node, isDefaults bool) (d caseDef) {
 		case "sizes":
 			d.sizes = l.sizes(v)
 		case "qps":
-			d.qps, d.qpsNode = l.qpsList(v), resolve(v)
+			d.qps, d.qpsNode = l.qpsList(v), yamlerr.Resolve(v)
 		case "mode":
 			d.modes = l.modes(v)
 		case "pass":
@@ -129,7 +130,7 @@ func (l *loader) parseCase(n *yaml.Node, isDefaults bool) (d caseDef) {
 }
 
 func hint(s string, known []string) string {
-	if m := didYouMean(s, known, true); m != "" {
+	if m := yamlerr.DidYouMean(s, known, true); m != "" {
 		return "; " + m
 	}
 	return ""
@@ -213,7 +214,7 @@ func (l *loader) qpsList(v *yaml.Node) []int {
 
 // sizes reads a size, a list of sizes, or a range {from, to, factor}.
 func (l *loader) sizes(v *yaml.Node) []int {
-	if n := resolve(v); n.Kind == yaml.MappingNode {
+	if n := yamlerr.Resolve(v); n.Kind == yaml.MappingNode {
 		return l.sizeRange(n)
 	}
 	its, ok := l.items(v, "sizes", allowedSizes+", a list of them, or a range {from: 4KiB, to: 8MiB, factor: 2}")
@@ -233,7 +234,7 @@ func (l *loader) sizes(v *yaml.Node) []int {
 		out = append(out, n)
 	}
 	if len(out) > maxSweep {
-		l.errorf(resolve(v), "sizes", "%d sizes; at most %d in one case", len(out), maxSweep)
+		l.errorf(yamlerr.Resolve(v), "sizes", "%d sizes; at most %d in one case", len(out), maxSweep)
 		return nil
 	}
 	return out
@@ -275,7 +276,7 @@ func (l *loader) sizeRange(n *yaml.Node) []int {
 			ok = false
 			return 0
 		}
-		b, good := l.size(resolve(p.v), key, s)
+		b, good := l.size(yamlerr.Resolve(p.v), key, s)
 		ok = ok && good
 		return b
 	}
@@ -288,10 +289,10 @@ func (l *loader) sizeRange(n *yaml.Node) []int {
 			f, err := strconv.ParseFloat(s, 64)
 			switch {
 			case err != nil || math.IsNaN(f):
-				l.errorf(resolve(p.v), "factor", "%q is not a number; %s", s, allowed)
+				l.errorf(yamlerr.Resolve(p.v), "factor", "%q is not a number; %s", s, allowed)
 				good = false
 			case f <= 1:
-				l.errorf(resolve(p.v), "factor", "%s would not grow the size; %s", s, allowed)
+				l.errorf(yamlerr.Resolve(p.v), "factor", "%s would not grow the size; %s", s, allowed)
 				good = false
 			}
 			factor = f
@@ -323,7 +324,7 @@ func (l *loader) sizeRange(n *yaml.Node) []int {
 
 func (l *loader) pass(v *yaml.Node) ([]*Threshold, []*yaml.Node) {
 	const allowed = "write a condition such as p99 < 5us && errors == 0, or a list of them"
-	n := resolve(v)
+	n := yamlerr.Resolve(v)
 	var nodes []*yaml.Node
 	switch n.Kind {
 	case yaml.SequenceNode:
@@ -332,7 +333,7 @@ func (l *loader) pass(v *yaml.Node) ([]*Threshold, []*yaml.Node) {
 			return nil, nil
 		}
 		for _, c := range n.Content {
-			nodes = append(nodes, resolve(c))
+			nodes = append(nodes, yamlerr.Resolve(c))
 		}
 	default:
 		nodes = []*yaml.Node{n}
@@ -359,9 +360,9 @@ func (l *loader) pass(v *yaml.Node) ([]*Threshold, []*yaml.Node) {
 }
 
 func (l *loader) parseCases(sc *Scenario, k, v *yaml.Node, defaults *caseDef) {
-	n := resolve(v)
+	n := yamlerr.Resolve(v)
 	if n.Kind != yaml.SequenceNode {
-		l.errorf(n, "cases", "want a list of cases, not %s", describe(n))
+		l.errorf(n, "cases", "want a list of cases, not %s", yamlerr.Describe(n))
 		return
 	}
 	if len(n.Content) == 0 {
@@ -407,7 +408,7 @@ func (l *loader) parseCases(sc *Scenario, k, v *yaml.Node, defaults *caseDef) {
 func (l *loader) checkMulticastTarget(sc *Scenario, c *Case, d *caseDef) bool {
 	at := func(key string) *yaml.Node {
 		for i := 0; i+1 < len(d.node.Content); i += 2 {
-			if resolve(d.node.Content[i]).Value == key {
+			if yamlerr.Resolve(d.node.Content[i]).Value == key {
 				return d.node.Content[i]
 			}
 		}
@@ -492,7 +493,7 @@ func hasKey(n *yaml.Node, key string) bool {
 		return false
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if resolve(n.Content[i]).Value == key {
+		if yamlerr.Resolve(n.Content[i]).Value == key {
 			return true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/units"
 )
@@ -77,7 +78,7 @@ func scalarKnob(parse func(l *loader, n *yaml.Node, key, s, allowed string) (fun
 		if !ok {
 			return nil, false
 		}
-		return parse(l, resolve(v), key, strings.TrimSpace(s), allowed)
+		return parse(l, yamlerr.Resolve(v), key, strings.TrimSpace(s), allowed)
 	}
 }
 
@@ -337,8 +338,5 @@ func (k Knob) Check(value string) error {
 			kn.read(l, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}, k.Name, kn.allowed)
 		}
 	}
-	if len(l.errs) > 0 {
-		return l.errs
-	}
-	return nil
+	return l.c.Err()
 }

@@ -1,22 +1,18 @@
 package runner
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -50,10 +46,11 @@ func LoadWith(path string, o LoadOptions) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{file: path, baselineFlag: o.Baseline}
+	l := newLoader(path)
+	l.baselineFlag = o.Baseline
 	sc := l.parse(data, o.Vars)
 	dir := filepath.Dir(path)
-	if len(l.errs) == 0 {
+	if l.c.Count() == 0 {
 		l.resolveFleet(dir)
 		l.readBaseline(sc, dir)
 	}
@@ -80,7 +77,7 @@ func LoadWith(path string, o LoadOptions) (*Scenario, error) {
 // then has no Hosts, Pairs or Rounds. The error, when there is one, is an
 // ErrorList.
 func Parse(name string, data []byte, overrides map[string]string) (*Scenario, error) {
-	l := &loader{file: name}
+	l := newLoader(name)
 	sc := l.parse(data, overrides)
 	if err := l.result(); err != nil {
 		return nil, err
@@ -89,26 +86,12 @@ func Parse(name string, data []byte, overrides map[string]string) (*Scenario, er
 }
 
 // result is the problems found, in file order, or nil.
-func (l *loader) result() error {
-	if len(l.errs) == 0 {
-		return nil
-	}
-	sort.SliceStable(l.errs, func(i, j int) bool {
-		a, b := l.errs[i], l.errs[j]
-		return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
-	})
-	if l.dropped {
-		l.errs = append(l.errs, &Error{File: l.file, Msg: "too many errors; fix these and check again"})
-	}
-	return l.errs
-}
+func (l *loader) result() error { return l.c.Err() }
 
 type loader struct {
-	file    string
-	errs    ErrorList
-	count   int // problems found, including those past maxErrors
-	dropped bool
-	vars    map[string]string
+	file string
+	c    yamlerr.Collector
+	vars map[string]string
 	// spelled, set when the values came from flags (Single), maps a key
 	// to the flag that gave it: errors name that, and have no place.
 	spelled map[string]string
@@ -125,52 +108,30 @@ type loader struct {
 	baselineNode, baselineAt *yaml.Node
 }
 
+func newLoader(file string) *loader {
+	return &loader{file: file, c: yamlerr.Collector{File: file}}
+}
+
 // errorf records a problem at n (nil: no place in the file).
 func (l *loader) errorf(n *yaml.Node, key, format string, args ...any) {
-	l.count++
-	if len(l.errs) >= maxErrors {
-		l.dropped = true
-		return
-	}
 	if l.spelled != nil {
 		key = l.spelled[key] // "" for a key no flag gave, such as the case's own
 	}
-	e := &Error{File: l.file, Key: key, Msg: fmt.Sprintf(format, args...)}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	l.errs = append(l.errs, e)
+	l.c.At(n, key, format, args...)
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
 func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(protectVars(data)))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
+	root := yamlerr.Parse(&l.c, protectVars(data))
+	if root == nil {
+		if l.c.Count() == 0 {
 			l.errorf(nil, "", "the file is empty; a scenario needs at least cases:")
-			return nil
 		}
-		l.syntaxError(err)
 		return nil
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		l.errorf(&extra, "", "a second YAML document; a scenario file holds one (remove the ---)")
-		return nil
-	} else if !errors.Is(err, io.EOF) {
-		l.syntaxError(err)
-		return nil
-	}
-	restoreVars(&doc)
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	root = resolve(root)
+	restoreVars(root)
+	root = yamlerr.Resolve(root)
 	if root.Kind != yaml.MappingNode {
-		l.errorf(root, "", "a scenario is a mapping of keys (name, peer, defaults, cases, ...), not %s", describe(root))
+		l.errorf(root, "", "a scenario is a mapping of keys (name, peer, defaults, cases, ...), not %s", yamlerr.Describe(root))
 		return nil
 	}
 	pairs := l.pairs(root, "", topKeys)
@@ -239,17 +200,6 @@ func (l *loader) repeatRuns(sc *Scenario, at *yaml.Node) {
 			sc.runs = append(sc.runs, run)
 		}
 	}
-}
-
-func (l *loader) syntaxError(err error) {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		// The YAML parser gives no column; 0 leaves it out.
-		l.errs = append(l.errs, &Error{File: l.file, Line: line, Msg: "not valid YAML: " + m[2]})
-		return
-	}
-	l.errs = append(l.errs, &Error{File: l.file, Msg: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
 }
 
 var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"repeat", "baseline", "vars", "defaults", "cases"})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmarun/rdmarun/dnstargets"
 	"github.com/rdmarun/rdmarun/fleet"
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 )
 
 // fleetKeys are the top-level keys that shape a fleet run; every one but
@@ -60,7 +61,7 @@ func (l *loader) parseFleetKey(key string, k, v *yaml.Node) {
 	}
 	d, f := l.fleet, l.fleet.f
 	d.keys[key] = k
-	before := l.count
+	before := l.c.Count()
 	switch key {
 	case "hosts":
 		l.parseHosts(d, v)
@@ -74,19 +75,19 @@ func (l *loader) parseFleetKey(key string, k, v *yaml.Node) {
 		l.parsePairs(d, v)
 	case "parallel":
 		f.Parallel, _ = l.int(v, key, 0, maxParallel, allowedParallel)
-		d.parallel = resolve(v)
+		d.parallel = yamlerr.Resolve(v)
 	case "confirm":
 		f.Confirm, _ = l.int(v, key, 0, maxConfirm, allowedConfirm)
 	case "lag_factor":
 		f.LagFactor, _ = l.lagFactor(v)
 	}
-	if l.count > before {
+	if l.c.Count() > before {
 		d.bad = true
 	}
 }
 
 func (l *loader) parseHosts(d *fleetDraft, v *yaml.Node) {
-	n := resolve(v)
+	n := yamlerr.Resolve(v)
 	d.hosts = n
 	switch n.Kind {
 	case yaml.SequenceNode:
@@ -96,7 +97,7 @@ func (l *loader) parseHosts(d *fleetDraft, v *yaml.Node) {
 		}
 		d.f.Source = HostSource{Kind: HostsList}
 		for _, c := range n.Content {
-			l.listHost(d, resolve(c))
+			l.listHost(d, yamlerr.Resolve(c))
 		}
 	case yaml.MappingNode:
 		l.hostSource(d, n)
@@ -116,7 +117,7 @@ func (l *loader) parseHosts(d *fleetDraft, v *yaml.Node) {
 			l.addListHost(d, n, strings.TrimSpace(spec))
 		}
 	default:
-		l.errorf(n, "hosts", "want a list or a mapping, not %s; %s", describe(n), allowedHosts)
+		l.errorf(n, "hosts", "want a list or a mapping, not %s; %s", yamlerr.Describe(n), allowedHosts)
 	}
 }
 
@@ -131,7 +132,7 @@ func (l *loader) listHost(d *fleetDraft, n *yaml.Node) {
 		return
 	case yaml.MappingNode:
 	default:
-		l.errorf(n, "hosts", "want a host, not %s; write HOST, HOST:PORT, or {name: node3, addr: 10.0.0.3:18520, devices: [mlx5_0]}", describe(n))
+		l.errorf(n, "hosts", "want a host, not %s; write HOST, HOST:PORT, or {name: node3, addr: 10.0.0.3:18520, devices: [mlx5_0]}", yamlerr.Describe(n))
 		return
 	}
 	pairs := l.pairs(n, "hosts", []string{"name", "addr", "devices"})
@@ -146,16 +147,16 @@ func (l *loader) listHost(d *fleetDraft, n *yaml.Node) {
 	}
 	name = strings.TrimSpace(name)
 	if strings.ContainsAny(name, " \t") {
-		l.errorf(resolve(p.v), "name", "%q holds a space; name a host in one word, as it appears in pairs: and the outputs", name)
+		l.errorf(yamlerr.Resolve(p.v), "name", "%q holds a space; name a host in one word, as it appears in pairs: and the outputs", name)
 		return
 	}
 	// Without addr:, the name is what is dialled.
-	spec, at, key := name, resolve(p.v), "name"
+	spec, at, key := name, yamlerr.Resolve(p.v), "name"
 	if a, ok := pairs["addr"]; ok {
 		if spec, ok = l.text(a.v, "addr", "write HOST, HOST:PORT or [IPV6]:PORT of the host's rdmarun serve"); !ok {
 			return
 		}
-		at, key = resolve(a.v), "addr"
+		at, key = yamlerr.Resolve(a.v), "addr"
 	}
 	var devices []string
 	if dv, ok := pairs["devices"]; ok {
@@ -243,7 +244,7 @@ func (l *loader) hostSource(d *fleetDraft, n *yaml.Node) {
 		return
 	}
 	value = strings.TrimSpace(value)
-	d.source = resolve(kind.v)
+	d.source = yamlerr.Resolve(kind.v)
 	d.f.Source.Value = value
 	switch kindName {
 	case "file":
@@ -302,7 +303,7 @@ func (l *loader) parsePattern(d *fleetDraft, v *yaml.Node) {
 	for i, p := range fleet.Patterns {
 		names[i] = string(p)
 	}
-	allowed := "write " + orList(names)
+	allowed := "write " + yamlerr.OrList(names)
 	s, ok := l.text(v, "pattern", allowed)
 	if !ok {
 		return
@@ -310,23 +311,23 @@ func (l *loader) parsePattern(d *fleetDraft, v *yaml.Node) {
 	s = strings.TrimSpace(s)
 	for _, p := range fleet.Patterns {
 		if string(p) == s {
-			d.f.Pattern, d.pattern = p, resolve(v)
+			d.f.Pattern, d.pattern = p, yamlerr.Resolve(v)
 			return
 		}
 	}
 	msg := fmt.Sprintf("%q is not a pattern; %s", s, allowed)
-	if dym := didYouMean(s, names, true); dym != "" {
+	if dym := yamlerr.DidYouMean(s, names, true); dym != "" {
 		msg += "; " + dym
 	}
-	l.errorf(resolve(v), "pattern", "%s", msg)
+	l.errorf(yamlerr.Resolve(v), "pattern", "%s", msg)
 }
 
 // parsePairs reads pairs: as host names; checkPairs matches them to the
 // hosts once those are known.
 func (l *loader) parsePairs(d *fleetDraft, v *yaml.Node) {
-	n := resolve(v)
+	n := yamlerr.Resolve(v)
 	if n.Kind != yaml.SequenceNode {
-		l.errorf(n, "pairs", "want a list, not %s; %s", describe(n), allowedPairs)
+		l.errorf(n, "pairs", "want a list, not %s; %s", yamlerr.Describe(n), allowedPairs)
 		return
 	}
 	if len(n.Content) == 0 {
@@ -334,7 +335,7 @@ func (l *loader) parsePairs(d *fleetDraft, v *yaml.Node) {
 		return
 	}
 	for _, c := range n.Content {
-		c = resolve(c)
+		c = yamlerr.Resolve(c)
 		if c.Kind != yaml.SequenceNode || len(c.Content) != 2 {
 			l.errorf(c, "pairs", "want a pair [initiator, responder], not %s; %s", describeLen(c), allowedPairs)
 			continue
@@ -345,7 +346,7 @@ func (l *loader) parsePairs(d *fleetDraft, v *yaml.Node) {
 		for e, en := range c.Content {
 			s, good := l.text(en, "pairs", "write a host name of hosts:")
 			ok = ok && good
-			names[e], nodes[e] = strings.TrimSpace(s), resolve(en)
+			names[e], nodes[e] = strings.TrimSpace(s), yamlerr.Resolve(en)
 		}
 		if ok {
 			d.f.Options.Pairs = append(d.f.Options.Pairs, names)
@@ -359,7 +360,7 @@ func describeLen(n *yaml.Node) string {
 	if n.Kind == yaml.SequenceNode {
 		return fmt.Sprintf("a list of %d", len(n.Content))
 	}
-	return describe(n)
+	return yamlerr.Describe(n)
 }
 
 func (l *loader) lagFactor(v *yaml.Node) (float64, bool) {
@@ -369,11 +370,11 @@ func (l *loader) lagFactor(v *yaml.Node) (float64, bool) {
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil || math.IsNaN(f) {
-		l.errorf(resolve(v), "lag_factor", "%q is not a number; %s", s, allowedLag)
+		l.errorf(yamlerr.Resolve(v), "lag_factor", "%q is not a number; %s", s, allowedLag)
 		return 0, false
 	}
 	if f <= 1 || f > maxLagFactor {
-		l.errorf(resolve(v), "lag_factor", "%s is out of range; %s", s, allowedLag)
+		l.errorf(yamlerr.Resolve(v), "lag_factor", "%s is out of range; %s", s, allowedLag)
 		return 0, false
 	}
 	return f, true

@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rdmarun/rdmarun/fleet"
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 )
 
 // maxFleetPairs bounds a fleet's pairs: a million is all-pairs over some
@@ -137,7 +138,7 @@ func (l *loader) checkPairs(d *fleetDraft, hosts []fleet.Host) bool {
 			}
 			known = false
 			msg := fmt.Sprintf("host %q is not in %s", name, d.hostsName())
-			if s := didYouMean(name, names, true); s != "" {
+			if s := yamlerr.DidYouMean(name, names, true); s != "" {
 				msg += "; " + s
 			} else if len(names) <= 8 {
 				msg += "; the hosts are " + strings.Join(names, ", ")

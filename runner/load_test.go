@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rdmarun/rdmarun/internal/golden"
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -245,7 +246,7 @@ func TestParseRules(t *testing.T) {
 		{name: "empty file", doc: "", err: "f.yaml: the file is empty; a scenario needs at least cases:"},
 		{name: "case not a mapping", doc: "cases: [1]\n", err: `f.yaml:1:9: cases: want a mapping of keys (name, description, op, measure, sizes, qps, ...), not "1"`},
 		{name: "not a mapping", doc: "- 1\n", err: `f.yaml:1:1: a scenario is a mapping of keys (name, peer, defaults, cases, ...), not a list`},
-		{name: "two documents", doc: head + "---\nname: x\n", err: "f.yaml:5:1: a second YAML document; a scenario file holds one (remove the ---)"},
+		{name: "two documents", doc: head + "---\nname: x\n", err: "f.yaml:5:1: a second YAML document; the file holds one (remove the ---)"},
 		{name: "no cases", doc: "name: x\n", err: "f.yaml:1:1: cases: missing; a scenario needs a list of cases, each with name, op and measure"},
 		{name: "missing op", doc: "cases:\n  - name: c\n    measure: latency\n", err: `f.yaml:2:5: op: missing in case "c"; write send, send_imm, write, write_imm, read, fetch_add or cmp_swap`},
 		{name: "missing measure", doc: "cases:\n  - name: c\n    op: read\n", err: `f.yaml:2:5: measure: missing in case "c"; write latency, bandwidth, or both`},
@@ -380,8 +381,8 @@ func FuzzParse(f *testing.F) {
 			} else {
 				list = l
 			}
-			if len(list) > maxErrors+1 {
-				t.Fatalf("%d errors; at most %d and the too-many line", len(list), maxErrors)
+			if len(list) > yamlerr.MaxErrors+1 {
+				t.Fatalf("%d errors; at most %d and the too-many line", len(list), yamlerr.MaxErrors)
 			}
 			return
 		}
@@ -426,8 +427,8 @@ func TestSuggest(t *testing.T) {
 		{"p98", knownNames(), false, "did you mean p90 or p99?"},
 		{"zzzz", topKeys, true, ""},
 	} {
-		if got := didYouMean(tc.in, tc.known, tc.quote); got != tc.want {
-			t.Errorf("didYouMean(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := yamlerr.DidYouMean(tc.in, tc.known, tc.quote); got != tc.want {
+			t.Errorf("DidYouMean(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

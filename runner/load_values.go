@@ -1,11 +1,12 @@
 package runner
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 )
 
 type pair struct{ k, v *yaml.Node }
@@ -13,25 +14,25 @@ type pair struct{ k, v *yaml.Node }
 // pairs reads a mapping, reporting keys that are unknown or given twice.
 // It returns nil when n is not a mapping.
 func (l *loader) pairs(n *yaml.Node, key string, known []string) map[string]*pair {
-	n = resolve(n)
+	n = yamlerr.Resolve(n)
 	if n.Kind != yaml.MappingNode {
 		keys := strings.Join(known, ", ")
 		if len(known) > 6 {
 			keys = strings.Join(known[:6], ", ") + ", ..."
 		}
-		l.errorf(n, key, "want a mapping of keys (%s), not %s", keys, describe(n))
+		l.errorf(n, key, "want a mapping of keys (%s), not %s", keys, yamlerr.Describe(n))
 		return nil
 	}
 	out := map[string]*pair{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), n.Content[i+1]
+		k, v := yamlerr.Resolve(n.Content[i]), n.Content[i+1]
 		name := k.Value
 		if k.Kind != yaml.ScalarNode {
-			l.errorf(k, key, "a key must be a name, not %s", describe(k))
+			l.errorf(k, key, "a key must be a name, not %s", yamlerr.Describe(k))
 			continue
 		}
 		if !contains(known, name) {
-			if s := didYouMean(name, known, true); s != "" {
+			if s := yamlerr.DidYouMean(name, known, true); s != "" {
 				l.errorf(k, "", "unknown key %q; %s", name, s)
 			} else {
 				l.errorf(k, "", "unknown key %q; allowed here: %s", name, strings.Join(known, ", "))
@@ -56,43 +57,19 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// resolve follows an alias (*name) to the node it stands for.
-func resolve(n *yaml.Node) *yaml.Node {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		return n.Alias
-	}
-	return n
-}
-
-func describe(n *yaml.Node) string {
-	n = resolve(n)
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "nothing"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "nothing"
-}
-
 // scalar reads a single value with its variables substituted. An empty
 // value is an error, saying what is allowed.
 func (l *loader) scalar(n *yaml.Node, key, allowed string) (string, bool) {
-	n = resolve(n)
+	n = yamlerr.Resolve(n)
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		l.errorf(n, key, "want a single value, not %s; %s", describe(n), allowed)
+		l.errorf(n, key, "want a single value, not %s; %s", yamlerr.Describe(n), allowed)
 		return "", false
 	}
 	return l.substitute(n, key, n.Value)
 }
 
 func (l *loader) scalarAllowEmpty(n *yaml.Node, key string) (string, bool) {
-	n = resolve(n)
+	n = yamlerr.Resolve(n)
 	if n.Tag == "!!null" {
 		return "", true
 	}
@@ -103,7 +80,7 @@ func (l *loader) scalarAllowEmpty(n *yaml.Node, key string) (string, bool) {
 func (l *loader) text(n *yaml.Node, key, allowed string) (string, bool) {
 	s, ok := l.scalar(n, key, allowed)
 	if ok && strings.TrimSpace(s) == "" {
-		l.errorf(resolve(n), key, "empty; %s", allowed)
+		l.errorf(yamlerr.Resolve(n), key, "empty; %s", allowed)
 		return "", false
 	}
 	return s, ok
@@ -114,7 +91,7 @@ func (l *loader) int(n *yaml.Node, key string, lo, hi int, allowed string) (int,
 	if !ok {
 		return 0, false
 	}
-	return l.intValue(resolve(n), key, s, lo, hi, allowed)
+	return l.intValue(yamlerr.Resolve(n), key, s, lo, hi, allowed)
 }
 
 func (l *loader) intValue(n *yaml.Node, key, s string, lo, hi int, allowed string) (int, bool) {
@@ -141,7 +118,7 @@ func (l *loader) bool(n *yaml.Node, key string) (bool, bool) {
 	case "false":
 		return false, true
 	}
-	l.errorf(resolve(n), key, "%q is not true or false; write true or false", s)
+	l.errorf(yamlerr.Resolve(n), key, "%q is not true or false; write true or false", s)
 	return false, false
 }
 
@@ -149,7 +126,7 @@ func (l *loader) bool(n *yaml.Node, key string) (bool, bool) {
 // value holding commas is a list too, so that one variable (--set
 // sizes=2,64,4KiB) can stand for a whole sweep.
 func (l *loader) items(n *yaml.Node, key, allowed string) ([]item, bool) {
-	n = resolve(n)
+	n = yamlerr.Resolve(n)
 	switch n.Kind {
 	case yaml.SequenceNode:
 		if len(n.Content) == 0 {
@@ -162,7 +139,7 @@ func (l *loader) items(n *yaml.Node, key, allowed string) ([]item, bool) {
 			s, good := l.scalar(c, key, allowed)
 			ok = ok && good
 			if good {
-				out = append(out, item{resolve(c), strings.TrimSpace(s)})
+				out = append(out, item{yamlerr.Resolve(c), strings.TrimSpace(s)})
 			}
 		}
 		return out, ok
@@ -177,7 +154,7 @@ func (l *loader) items(n *yaml.Node, key, allowed string) ([]item, bool) {
 		}
 		return out, true
 	}
-	l.errorf(n, key, "want a value or a list, not %s; %s", describe(n), allowed)
+	l.errorf(n, key, "want a value or a list, not %s; %s", yamlerr.Describe(n), allowed)
 	return nil, false
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 )
 
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -17,13 +19,13 @@ func (l *loader) parseVars(root *yaml.Node, p *pair, overrides map[string]string
 	at := root
 	if p != nil {
 		at = p.k
-		n := resolve(p.v)
+		n := yamlerr.Resolve(p.v)
 		if n.Kind != yaml.MappingNode {
-			l.errorf(n, "vars", "want a mapping of names to values, such as {iters: 10000}, not %s", describe(n))
+			l.errorf(n, "vars", "want a mapping of names to values, such as {iters: 10000}, not %s", yamlerr.Describe(n))
 		} else {
 			seen := map[string]*yaml.Node{}
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+				k, v := yamlerr.Resolve(n.Content[i]), yamlerr.Resolve(n.Content[i+1])
 				name := k.Value
 				if first, dup := seen[name]; dup {
 					l.errorf(k, "vars", "variable %q is declared twice (first at line %d)", name, first.Line)
@@ -35,7 +37,7 @@ func (l *loader) parseVars(root *yaml.Node, p *pair, overrides map[string]string
 					continue
 				}
 				if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-					l.errorf(v, "vars", "variable %q wants a single value, not %s", name, describe(v))
+					l.errorf(v, "vars", "variable %q wants a single value, not %s", name, yamlerr.Describe(v))
 					continue
 				}
 				l.vars[name] = v.Value
@@ -45,7 +47,7 @@ func (l *loader) parseVars(root *yaml.Node, p *pair, overrides map[string]string
 	for _, name := range sortedKeys(overrides) {
 		if _, ok := l.vars[name]; !ok {
 			msg := fmt.Sprintf("override %q names no variable of this scenario", name)
-			if s := didYouMean(name, sortedKeys(l.vars), true); s != "" {
+			if s := yamlerr.DidYouMean(name, sortedKeys(l.vars), true); s != "" {
 				msg += "; " + s
 			} else if len(l.vars) == 0 {
 				msg += "; it declares none (add it under vars:)"
@@ -81,7 +83,7 @@ func (l *loader) substitute(n *yaml.Node, key, s string) (string, bool) {
 		v, ok := l.vars[name]
 		if !ok {
 			msg := fmt.Sprintf("undefined variable %q", name)
-			switch s := didYouMean(name, sortedKeys(l.vars), true); {
+			switch s := yamlerr.DidYouMean(name, sortedKeys(l.vars), true); {
 			case s != "":
 				msg += "; " + s
 			case len(l.vars) == 0:

@@ -46,8 +46,8 @@ func Single(name string, settings []Setting) (*Scenario, error) {
 	}
 	sc := &Scenario{Name: name, Device: "auto", Port: 1, GIDIndex: rdma.AutoGIDIndex, Peer: PeerLoopback}
 	l.parseCases(sc, c, &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{c}}, &caseDef{})
-	if len(l.errs) > 0 {
-		return nil, l.errs
+	if err := l.c.Err(); err != nil {
+		return nil, err
 	}
 	return sc, nil
 }

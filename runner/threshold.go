@@ -13,6 +13,7 @@ import (
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 	"github.com/rdmarun/rdmarun/portstats"
 )
 
@@ -84,7 +85,7 @@ func explainCompileError(src, code string, err error) error {
 	}
 	if name, ok := unknownName(code); ok {
 		hint := ""
-		if s := didYouMean(name, knownNames(), false); s != "" {
+		if s := yamlerr.DidYouMean(name, knownNames(), false); s != "" {
 			hint = " (" + s + ")"
 		}
 		if name == "baseline" {

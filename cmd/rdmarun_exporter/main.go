@@ -9,10 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,6 +39,7 @@ import (
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/exporter/targets"
 	buildversion "github.com/rdmarun/rdmarun/internal/version"
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/sysfs"
 )
@@ -91,7 +94,7 @@ func run(args []string) int {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	sc := config.NewSafeConfig(reg)
 	if err := sc.ReloadConfig(*configFile, logger); err != nil {
-		logger.Error("invalid configuration", "file", *configFile, "err", err)
+		logConfigError(logger, "invalid configuration", err, "file", *configFile)
 		return 3
 	}
 	sc.RLock()
@@ -169,7 +172,7 @@ func run(args []string) int {
 		reloadMu.Lock()
 		defer reloadMu.Unlock()
 		if err := sc.ReloadConfig(*configFile, logger); err != nil {
-			logger.Error("reload failed; keeping the old configuration", "err", err)
+			logConfigError(logger, "reload failed; keeping the old configuration", err, "file", *configFile)
 			return err
 		}
 		sc.RLock()
@@ -242,6 +245,20 @@ func run(args []string) int {
 
 // doctorEnv is the host the doctor checks, with the ports' MTUs from the
 // verbs interface (which sysfs lacks), read afresh for every run.
+// logConfigError logs the problems of a configuration file one record
+// each, so that each names one place in the file (file:line:col: key:
+// what to write) on a line of its own rather than all of them joined.
+func logConfigError(logger *slog.Logger, msg string, err error, attrs ...any) {
+	var list yamlerr.List
+	if !errors.As(err, &list) {
+		logger.Error(msg, slices.Concat(attrs, []any{"err", err})...)
+		return
+	}
+	for _, e := range list {
+		logger.Error(msg, slices.Concat(attrs, []any{"err", e})...)
+	}
+}
+
 func doctorEnv(sysfsRoot string) doctor.Env {
 	env := doctorcollector.EnvFor(sysfsRoot)
 	if devs, err := rdma.Devices(); err == nil {

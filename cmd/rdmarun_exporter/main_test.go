@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -39,6 +41,37 @@ func TestConfigCheck(t *testing.T) {
 	}
 	if code := run([]string{"--config.file=../../exporter/config/testdata/good.yml", "--config.check", "--mesh.source=node a"}); code != 3 {
 		t.Errorf("--mesh.source with a space: exit %d, want 3", code)
+	}
+}
+
+// TestConfigCheckMalformed: --config.check of a file with values of the
+// wrong shape exits 3 and logs each problem as a record of its own, at
+// file:line:col under its key path, with what was found and what to
+// write. It runs the daemon as its own process (TestWebHelperProcess),
+// since the log is what it checks.
+func TestConfigCheckMalformed(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "rdmarun_exporter.yml", []byte("modules:\n  default:\n    interval: 15\nmesh: {labels: [rack]}\n"))
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWebHelperProcess$", "--", "--config.check", "--config.file", file)
+	cmd.Env = append(os.Environ(), "RDMARUN_EXPORTER_HELPER_PROCESS=1")
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Errorf("exit: %v, want status 3\n%s", err, out)
+	}
+	for _, want := range []string{
+		`msg="invalid configuration" file=` + file + ` err="` + file + `:3:15: modules.default.interval: want a duration such as 5s, not \"15\"; give it a unit, such as 15s"` + "\n",
+		`msg="invalid configuration" file=` + file + ` err="` + file + `:4:16: mesh.labels: want a mapping of label name to value, such as labels: {rack: r1}, not a list"` + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks\n%s\nlog:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, `msg="invalid configuration"`); n != 2 {
+		t.Errorf("%d records of the configuration's problems, want 2, one each:\n%s", n, out)
+	}
+	if strings.Contains(out, "unmarshal") {
+		t.Errorf("the decoder's own words reached the log:\n%s", out)
 	}
 }
 

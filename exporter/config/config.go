@@ -3,21 +3,25 @@
 //
 // Defaults and checks live in the types' UnmarshalYAML methods, as in
 // blackbox_exporter, so a file that loads is a file that can run: every
-// module's test specs already passed rdma's own checks.
+// module's test specs already passed rdma's own checks. Before they run,
+// the file is checked against the types' shapes (internal/yamlerr), so
+// that a value of the wrong kind or an unknown key is reported at its
+// line and column under its key path, with what to write instead.
 package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 )
 
 // Config is a whole configuration file.
@@ -35,14 +39,18 @@ type Config struct {
 // Load reads and checks the configuration file at path. Relative paths in
 // it (target files, token and TLS files) are taken relative to the file's
 // directory, so the config works from any working directory.
+//
+// A value of the wrong shape, an unknown key and a syntax error are
+// reported as a yamlerr.List, each placed at path:line:col with its key
+// path; other errors name the file and the key.
 func Load(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	c, err := Parse(b)
+	c, err := parse(path, b)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, inFile("config", path, err)
 	}
 	c.resolvePaths(filepath.Dir(path))
 	// The files are read now, so that a missing CA fails the load (and a
@@ -64,22 +72,61 @@ func Load(path string) (*Config, error) {
 
 // Parse reads a configuration from YAML. Unknown keys are errors, since a
 // misspelt key silently taking its default is worse than a failed load.
-func Parse(b []byte) (*Config, error) {
+func Parse(b []byte) (*Config, error) { return parse("", b) }
+
+func parse(name string, b []byte) (*Config, error) {
+	empty, err := checkShape(name, b, reflect.TypeFor[configYAML](), yamlerr.Schema{As: shapes})
+	if err != nil {
+		return nil, err
+	}
+	if empty {
+		// An empty file is a node that only answers probes.
+		return &Config{Targets: defaultTargets, Responder: defaultResponder, Doctor: defaultDoctor}, nil
+	}
 	c := &Config{}
 	if err := decodeStrict(b, c); err != nil {
-		if errors.Is(err, io.EOF) {
-			// An empty file is a node that only answers probes.
-			return &Config{Targets: defaultTargets, Responder: defaultResponder, Doctor: defaultDoctor}, nil
-		}
 		return nil, err
 	}
 	return c, nil
 }
 
+// shapes are the types that decode themselves from YAML of another shape
+// than their fields', for yamlerr.Schema.
+var shapes = map[reflect.Type]reflect.Type{
+	reflect.TypeFor[Labels](): reflect.TypeFor[map[string]string](),
+	reflect.TypeFor[Mesh]():   reflect.TypeFor[meshYAML](),
+}
+
+// checkShape reports every value of b that does not fit t, and every
+// unknown key, placed in the file called name, before the decoder sees
+// them: it would report only the first, by line and Go type. It reports
+// whether b holds no value at all.
+func checkShape(name string, b []byte, t reflect.Type, s yamlerr.Schema) (empty bool, err error) {
+	c := &yamlerr.Collector{File: name}
+	root := yamlerr.Parse(c, b)
+	if root != nil {
+		s.Check(c, root, t)
+	}
+	err = c.Err()
+	return err == nil && (root == nil || yamlerr.IsNull(root)), err
+}
+
+// decodeStrict decodes what checkShape passed. Unknown keys are refused
+// again, so that a key the check missed fails the load rather than being
+// dropped; FuzzLoad checks that the decoder finds none the check missed.
 func decodeStrict(b []byte, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	return dec.Decode(v)
+}
+
+// inFile names the file in err, unless err places its problems there
+// already.
+func inFile(what, path string, err error) error {
+	if _, placed := err.(yamlerr.List); placed {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", what, path, err)
 }
 
 // CheckTargets reports the first target whose module is not configured.
@@ -129,18 +176,20 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Responder.TLS.ClientCAFile)
 }
 
+// configYAML is a Config as written.
+type configYAML struct {
+	Modules   map[string]moduleYAML `yaml:"modules" want:"a mapping of module name to its settings, such as modules: {default: {count: 10}}"`
+	Targets   Targets               `yaml:"targets"`
+	Responder Responder             `yaml:"responder"`
+	Mesh      Mesh                  `yaml:"mesh"`
+	Doctor    Doctor                `yaml:"doctor"`
+}
+
 // UnmarshalYAML implements yaml.Unmarshaler. It uses the older
 // function-argument form on purpose: yaml.Node.Decode starts a fresh
 // decoder that forgets KnownFields, the function form keeps it.
 func (c *Config) UnmarshalYAML(unmarshal func(any) error) error {
-	type plain struct {
-		Modules   map[string]moduleYAML `yaml:"modules"`
-		Targets   Targets               `yaml:"targets"`
-		Responder Responder             `yaml:"responder"`
-		Mesh      Mesh                  `yaml:"mesh"`
-		Doctor    Doctor                `yaml:"doctor"`
-	}
-	raw := plain{Targets: defaultTargets, Responder: defaultResponder, Doctor: defaultDoctor}
+	raw := configYAML{Targets: defaultTargets, Responder: defaultResponder, Doctor: defaultDoctor}
 	if err := unmarshal(&raw); err != nil {
 		return err
 	}

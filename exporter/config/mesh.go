@@ -39,9 +39,9 @@ type Mesh struct {
 // keys, a peer must satisfy both.
 type MeshSelector struct {
 	// Same names labels whose values must equal this node's (same rack).
-	Same []string `yaml:"same"`
+	Same []string `yaml:"same" want:"a list of label names such as [rack]" item:"a label name such as rack"`
 	// Match lists labels the peer must carry with these values.
-	Match map[string]string `yaml:"match"`
+	Match map[string]string `yaml:"match" want:"a mapping of label name to value, such as match: {tor: t1}" item:"a label value such as t1"`
 }
 
 // Enabled reports whether the mesh samples the targets at all.
@@ -79,9 +79,9 @@ func DefaultSource() string {
 type meshYAML struct {
 	MaxTargets         int               `yaml:"max_targets"`
 	Rotate             time.Duration     `yaml:"rotate"`
-	Source             *string           `yaml:"source"`
-	Labels             map[string]string `yaml:"labels"`
-	Always             []MeshSelector    `yaml:"always"`
+	Source             *string           `yaml:"source" want:"this node's name as its targets list it"`
+	Labels             map[string]string `yaml:"labels" want:"a mapping of label name to value, such as labels: {rack: r1}" item:"a label value such as r1"`
+	Always             []MeshSelector    `yaml:"always" want:"a list of selectors such as [{same: [rack]}]"`
 	MaxProbesPerSecond float64           `yaml:"max_probes_per_second"`
 }
 

@@ -41,10 +41,10 @@ type Module struct {
 // the responders' certificates, and a client certificate when they ask
 // for one (client_ca_file on their side).
 type ClientTLS struct {
-	CAFile     string `yaml:"ca_file"`
-	CertFile   string `yaml:"cert_file"`
-	KeyFile    string `yaml:"key_file"`
-	ServerName string `yaml:"server_name"` // default: the host of the target's address
+	CAFile     string `yaml:"ca_file" want:"a file path"`
+	CertFile   string `yaml:"cert_file" want:"a file path"`
+	KeyFile    string `yaml:"key_file" want:"a file path"`
+	ServerName string `yaml:"server_name" want:"a host name"` // default: the host of the target's address
 	// InsecureSkipVerify accepts any responder certificate: encrypted,
 	// but open to a man in the middle (the token handshake still detects
 	// a responder without the token).
@@ -185,11 +185,11 @@ const maxCount = 100_000
 // a Module by module(), which knows nothing of the module's name; the
 // caller adds it to errors.
 type moduleYAML struct {
-	Op        string         `yaml:"op"`
-	Sizes     []string       `yaml:"sizes"`
-	Mode      string         `yaml:"mode"`
+	Op        string         `yaml:"op" want:"an op such as write_imm"`
+	Sizes     []string       `yaml:"sizes" want:"a list of sizes such as [2, 4KiB]" item:"a size such as 4KiB"`
+	Mode      string         `yaml:"mode" want:"a mode such as event"`
 	QP        qpYAML         `yaml:"qp"`
-	Connect   string         `yaml:"connect"`
+	Connect   string         `yaml:"connect" want:"a way to connect such as exchange"`
 	Count     int            `yaml:"count"`
 	Warmup    *int           `yaml:"warmup"` // nil: defaultWarmup(count)
 	Interval  time.Duration  `yaml:"interval"`
@@ -200,7 +200,7 @@ type moduleYAML struct {
 
 // qpYAML's absent keys are nil, so that a written 0 is kept.
 type qpYAML struct {
-	Type     string `yaml:"type"`
+	Type     string `yaml:"type" want:"a QP type such as rc"`
 	Timeout  *int   `yaml:"timeout"`
 	RetryCnt int    `yaml:"retry_cnt"`
 	RNRRetry *int   `yaml:"rnr_retry"`
@@ -208,7 +208,7 @@ type qpYAML struct {
 }
 
 type bandwidthYAML struct {
-	Size     string        `yaml:"size"`
+	Size     string        `yaml:"size" want:"a size such as 1MiB"`
 	Duration time.Duration `yaml:"duration"`
 	Interval time.Duration `yaml:"interval"`
 	TxDepth  int           `yaml:"tx_depth"`

@@ -15,12 +15,12 @@ import (
 // this node.
 type Responder struct {
 	Enabled bool   `yaml:"enabled"`
-	Listen  string `yaml:"listen"`
+	Listen  string `yaml:"listen" want:"host:port such as :18520"`
 	// CMPort is where it listens for rdma_cm connections (probes of a
 	// module with connect: rdma_cm); 0 lets the CM pick, -1 turns it off.
 	CMPort    int    `yaml:"cm_port"`
 	Device    string `yaml:"device"`
-	TokenFile string `yaml:"token_file"`
+	TokenFile string `yaml:"token_file" want:"a file path"`
 	TLS       TLS    `yaml:"tls"`
 	// AllowUnauthenticated is the operator's explicit word that the
 	// responder may serve a network address without a token or client
@@ -31,7 +31,7 @@ type Responder struct {
 	// serve's; a node probed by more exporters than max_concurrent at
 	// once answers the rest "busy" with a retry hint.
 	MaxConcurrent int           `yaml:"max_concurrent"`
-	MaxMemory     string        `yaml:"max_memory"` // e.g. 256MiB
+	MaxMemory     string        `yaml:"max_memory" want:"a size such as 256MiB"` // e.g. 256MiB
 	MaxQPs        int           `yaml:"max_qps"`
 	MaxTest       time.Duration `yaml:"max_test"`
 	// maxMemory is MaxMemory in bytes.
@@ -50,9 +50,9 @@ func (r Responder) SetLimits(cfg *peer.ServerConfig) {
 
 // TLS protects the responder's control channel, which carries rkeys.
 type TLS struct {
-	CertFile     string `yaml:"cert_file"`
-	KeyFile      string `yaml:"key_file"`
-	ClientCAFile string `yaml:"client_ca_file"`
+	CertFile     string `yaml:"cert_file" want:"a file path"`
+	KeyFile      string `yaml:"key_file" want:"a file path"`
+	ClientCAFile string `yaml:"client_ca_file" want:"a file path"`
 }
 
 // Ctrl is the control channel's form of the settings.

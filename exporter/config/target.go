@@ -3,24 +3,26 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"maps"
 	"net"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 )
 
 // Targets lists who to probe. Targets from files are read by
 // LoadTargetFile; DNS names are resolved by the caller.
 type Targets struct {
-	Static []Target    `yaml:"static"`
-	Files  []string    `yaml:"files"`
-	DNS    []DNSTarget `yaml:"dns"`
+	Static []Target    `yaml:"static" want:"a list of targets such as [{name: n1, address: 10.0.0.1:18520, module: default}]"`
+	Files  []string    `yaml:"files" want:"a list of file paths such as [targets.d/rack1.yml]" item:"a file path"`
+	DNS    []DNSTarget `yaml:"dns" want:"a list of names to look up such as [{name: _rdma._tcp.example, module: default}]"`
 	// MaxProbesPerSecond caps the probes sent to each single target, so a
 	// module with a short interval cannot flood one peer.
 	MaxProbesPerSecond float64 `yaml:"max_probes_per_second"`
@@ -40,7 +42,7 @@ type Targets struct {
 // Target is one peer, reached at Address (host:port of its responder).
 type Target struct {
 	Name    string `yaml:"name"`
-	Address string `yaml:"address"`
+	Address string `yaml:"address" want:"host:port such as 10.0.0.1:18520"`
 	Module  string `yaml:"module"`
 	Device  string `yaml:"device"` // local device to probe from; empty: the first one
 	// DevicePort is the port of the local device the probes go from,
@@ -49,7 +51,7 @@ type Target struct {
 	DevicePort int `yaml:"device_port"`
 	// Labels place the target in the fleet (rack, rail, tor...), for the
 	// mesh's always selectors.
-	Labels Labels `yaml:"labels"`
+	Labels Labels `yaml:"labels" want:"a mapping of label name to value, such as labels: {rack: r1}" item:"a label value such as r1"`
 }
 
 // DNSTarget is a name resolved to targets again every Refresh: an SRV name
@@ -87,18 +89,24 @@ func LoadTargetFile(path string) ([]Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts, err := ParseTargets(b)
+	ts, err := parseTargets(path, b)
 	if err != nil {
-		return nil, fmt.Errorf("targets file %s: %w", path, err)
+		return nil, inFile("targets file", path, err)
 	}
 	return ts, nil
 }
 
 // ParseTargets reads a targets file's contents: a YAML list of targets
 // shaped like targets.static, names unique. An empty file is no targets.
-func ParseTargets(b []byte) ([]Target, error) {
+func ParseTargets(b []byte) ([]Target, error) { return parseTargets("", b) }
+
+func parseTargets(name string, b []byte) ([]Target, error) {
+	empty, err := checkShape(name, b, reflect.TypeFor[[]Target](), targetFileSchema)
+	if err != nil || empty {
+		return nil, err
+	}
 	var ts []Target
-	if err := decodeStrict(b, &ts); err != nil && !errors.Is(err, io.EOF) {
+	if err := decodeStrict(b, &ts); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
@@ -110,6 +118,8 @@ func ParseTargets(b []byte) ([]Target, error) {
 	}
 	return ts, nil
 }
+
+var targetFileSchema = yamlerr.Schema{As: shapes, Want: "a list of targets, as under targets.static, such as [{name: n1, address: 10.0.0.1:18520, module: default}]"}
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (t *Targets) UnmarshalYAML(unmarshal func(any) error) error {
