@@ -55,6 +55,9 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 			rep.Runs = append(rep.Runs, out)
 			continue
 		}
+		if i > 0 && r.Repeat != runs[i-1].Repeat {
+			passGap(ctx, sc.RepeatGap)
+		}
 		if opt.Progress != nil {
 			opt.Progress(i, len(runs), &out)
 		}
@@ -148,4 +151,18 @@ func ExitStatus(rep *report.Report) int {
 		return 1
 	}
 	return 0
+}
+
+// passGap waits out the pause between two passes of a repeated scenario,
+// or until ctx ends (the next run then reports the interruption).
+func passGap(ctx context.Context, gap time.Duration) {
+	if gap <= 0 {
+		return
+	}
+	t := time.NewTimer(gap)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }

@@ -90,7 +90,7 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 		return nil, err
 	}
 	c := &coordinator{
-		fleet: fl, runs: runs, opt: opt, via: relay.Via,
+		fleet: fl, runs: runs, repeatGap: sc.RepeatGap, opt: opt, via: relay.Via,
 		names: metricNames(runs),
 		rep: &report.Report{
 			Schema: report.Schema, Tool: opt.Tool, Scenario: sc.Name, File: opt.File,
@@ -200,12 +200,14 @@ func describeFleet(fl *Fleet) string {
 type coordinator struct {
 	fleet *Fleet
 	runs  []Run
-	names []metricName // per run
-	opt   Options
-	via   Relayer
-	a     peer.ClientConfig // token, TLS and step of every hop to A
-	gid   *int              // both ends' GID index; nil: each serve's own
-	rail  bool
+	// repeatGap is the scenario's pause between passes, taken by every pair.
+	repeatGap time.Duration
+	names     []metricName // per run
+	opt       Options
+	via       Relayer
+	a         peer.ClientConfig // token, TLS and step of every hop to A
+	gid       *int              // both ends' GID index; nil: each serve's own
+	rail      bool
 
 	rep         *report.Report
 	outcomes    []fleet.Outcome
@@ -288,7 +290,10 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 	out := make([]pairResult, 0, len(c.runs))
 	var envErr, aborted string
 	envHost := -1
-	for _, r := range c.runs {
+	for i, r := range c.runs {
+		if i > 0 && r.Repeat != c.runs[i-1].Repeat && envErr == "" && aborted == "" {
+			passGap(ctx, c.repeatGap)
+		}
 		res := pairResult{run: report.Run{Case: r.Case, Index: r.Index, Repeat: r.Repeat, Spec: r.Spec, Pair: where}, setupHost: -1}
 		run := &res.run
 		switch {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -176,7 +177,35 @@ func (l *loader) parse(data []byte, overrides map[string]string) *Scenario {
 	if p, ok := pairs["repeat"]; ok {
 		l.repeatRuns(sc, p.k)
 	}
+	if p, ok := pairs["repeat_gap"]; ok && sc.RepeatGap > 0 && sc.Repeat <= 1 {
+		l.errorf(p.k, "repeat_gap", "is the pause between passes, and this scenario makes one; add repeat: 2 or more, or drop repeat_gap")
+	}
 	return sc
+}
+
+// maxRepeatGap bounds repeat_gap: past it the pause is a typo (10m for
+// 10s) rather than a plan.
+const maxRepeatGap = time.Hour
+
+// repeatGap reads repeat_gap, a duration from 0 to maxRepeatGap.
+func (l *loader) repeatGap(v *yaml.Node, key string) time.Duration {
+	const allowed = "write the pause between passes as a duration such as 2s (0: none), at most 1h"
+	s, ok := l.scalar(v, key, allowed)
+	if !ok {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case s == "0":
+		return 0
+	case err != nil:
+		l.errorf(yamlerr.Resolve(v), key, "%q is not a duration; %s", s, allowed)
+	case d < 0 || d > maxRepeatGap:
+		l.errorf(yamlerr.Resolve(v), key, "%s is out of range; %s", s, allowed)
+	default:
+		return d
+	}
+	return 0
 }
 
 // repeatRuns makes the expansion sc.Repeat passes, one after another, so
@@ -202,7 +231,7 @@ func (l *loader) repeatRuns(sc *Scenario, at *yaml.Node) {
 	}
 }
 
-var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"repeat", "baseline", "vars", "defaults", "cases"})
+var topKeys = slices.Concat([]string{"name", "description", "device", "port", "gid_index", "peer", "peer_device", "token_file", "tls"}, fleetKeys, []string{"repeat", "repeat_gap", "baseline", "vars", "defaults", "cases"})
 
 func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 	switch key {
@@ -255,6 +284,8 @@ func (l *loader) parseTop(sc *Scenario, key string, k, v *yaml.Node) {
 		if n, ok := l.int(v, key, 1, maxRuns, fmt.Sprintf("write how many times to run every case, 1 to %d", maxRuns)); ok {
 			sc.Repeat = n
 		}
+	case "repeat_gap":
+		sc.RepeatGap = l.repeatGap(v, key)
 	case "baseline":
 		sc.Baseline = l.parseBaseline(k, v)
 	default:

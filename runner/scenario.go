@@ -2,6 +2,7 @@ package runner
 
 import (
 	"slices"
+	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -28,6 +29,10 @@ type Scenario struct {
 	// Repeat is how many passes over every case's runs the scenario makes
 	// (repeat:, default 1).
 	Repeat int
+	// RepeatGap is the pause between two passes (repeat_gap:, default 0),
+	// so that the passes sample a system whose level drifts over seconds
+	// rather than one stretch of it.
+	RepeatGap time.Duration
 
 	// Baseline is the report of an earlier run that conditions such as
 	// not regressed(p99) compare with (baseline:, or --baseline); nil
