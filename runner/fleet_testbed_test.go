@@ -26,6 +26,7 @@ import (
 	"github.com/rdmarun/rdmarun/fleet"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/rdma/rdmatest"
+	"github.com/rdmarun/rdmarun/runner/compare"
 	"github.com/rdmarun/rdmarun/runner/report"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -506,5 +507,48 @@ func checkHealthyCM(t *testing.T, file, prefix, tokenFile string) {
 	}
 	if code != 0 || len(rep.Fleet.Suspects) != 0 {
 		t.Errorf("exit %d, %d suspects; want 0 and none on a healthy fleet", code, len(rep.Fleet.Suspects))
+	}
+}
+
+// TestFleetVMBaselineCompare: a fleet baseline, then the same fleet with
+// 1 ms added each way between hosts 0 and 1, compared pair by pair: the
+// path h0 <-> h1 is the one suspect, and no other pair regressed.
+func TestFleetVMBaselineCompare(t *testing.T) {
+	const file = "testdata/coordinator/vm-baseline.yaml"
+	tokenFile := startFleetFile(t, file, nil)
+	if code, _ := runFleetFile(t, file, tokenFile); code != 0 {
+		// The first run warms every host's serve; its report is not used.
+		t.Logf("warm-up run: exit %d", code)
+	}
+	code, base := runFleetFile(t, file, tokenFile)
+	if code != 0 {
+		t.Fatalf("baseline run: exit %d, want 0", code)
+	}
+	rdmatest.Fault(t, "path-delay", "0", "1", "1", "both")
+	_, next := runFleetFile(t, file, tokenFile)
+	c, err := compare.Reports(base, next, "base.json", "new.json", compare.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("comparison: %s", verdicts(c))
+	if c.Summary.Compared != 6 {
+		t.Errorf("%d tests compared, want the 6 pairs' (%+v)", c.Summary.Compared, c.Summary)
+	}
+	for _, r := range c.Runs {
+		ends := strings.Split(r.Key.Pair, "->")
+		for i, e := range ends {
+			ends[i], _, _ = strings.Cut(e, "/") // host, of host/device
+		}
+		slices.Sort(ends)
+		delayed := slices.Equal(ends, []string{"h0", "h1"})
+		switch {
+		case delayed && r.Verdict != compare.Regressed:
+			t.Errorf("%s: %s with 1 ms added, want regressed", r.Key, r.Verdict)
+		case !delayed && r.Verdict == compare.Regressed:
+			t.Errorf("%s regressed, though its path is untouched", r.Key)
+		}
+	}
+	if len(c.Suspects) != 1 || c.Suspects[0].Kind != fleet.SuspectLink || c.Suspects[0].Name != "h0 <-> h1" {
+		t.Errorf("suspects %+v, want the link h0 <-> h1 and nothing else", c.Suspects)
 	}
 }
