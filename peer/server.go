@@ -92,6 +92,9 @@ type Server struct {
 	mu     sync.Mutex
 	served int
 	failed int
+	// checks counts the connections that closed without a word: TCP
+	// readiness checks, in neither served nor failed.
+	checks int
 	// ends holds, for each test holding a slot, when it is expected to
 	// give it up: what a busy answer's retry hint is made of.
 	ends map[*slot]time.Time
@@ -155,6 +158,15 @@ func (s *Server) Stats() (served, failed int) {
 	return s.served, s.failed
 }
 
+// Checks reports how many connections closed before the client said
+// anything: TCP readiness checks (a wait loop's connect and close, a
+// Kubernetes tcpSocket probe), which Stats does not count as tests.
+func (s *Server) Checks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checks
+}
+
 // Serve accepts connections on ln until ctx ends, then closes ln and
 // waits for the tests under way (they end within their bounds).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -213,17 +225,21 @@ func (s *Server) step(ctx context.Context) (context.Context, context.CancelFunc)
 func (s *Server) handle(ctx context.Context, nc net.Conn, sl *slot) {
 	log := s.cfg.Logger.With("client", nc.RemoteAddr().String())
 	err := s.serveTest(ctx, nc, sl, log)
+	check := readinessCheck(err)
 	s.mu.Lock()
-	s.served++
-	if err != nil {
+	switch {
+	case check:
+		s.checks++
+	case err != nil:
+		s.served++
 		s.failed++
+	default:
+		s.served++
 	}
 	s.mu.Unlock()
 	switch {
-	case errors.Is(err, errHandshake) && errors.Is(err, io.EOF):
-		// Connected and left without a word: a port probe or health
-		// check, not a failed test.
-		log.Debug("connection closed before the handshake", "err", err)
+	case check:
+		log.Debug("connection closed before the handshake: a readiness check, not a test", "err", err)
 	case err != nil:
 		log.Warn("test failed", "err", err)
 	default:
@@ -232,6 +248,19 @@ func (s *Server) handle(ctx context.Context, nc net.Conn, sl *slot) {
 }
 
 var errHandshake = errors.New("handshake")
+
+// readinessCheck tells a connection that closed before the client said
+// anything from a test that failed. ctrl reports a close as io.EOF only
+// when no byte of a frame came (a close inside one is
+// io.ErrUnexpectedEOF), and TLS likewise before the first record; the
+// handshake's first step waits for the client's first bytes. A reset
+// there is a probe that closes with SO_LINGER 0. A client that gave up
+// silently at a later step of the handshake, or crashed inside its
+// hello, looks the same, and has not begun a test either; a client the
+// handshake refuses (token, version, TLS) is a failure, not a check.
+func readinessCheck(err error) bool {
+	return errors.Is(err, errHandshake) && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET))
+}
 
 // serveTest runs one client's test, or the runs of a session it asked
 // to keep. Every step has a deadline; every resource is freed on every
