@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmarun/rdmarun/fleet"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -130,5 +132,75 @@ func TestFleetNoHostAnswers(t *testing.T) {
 		if r.Pair == nil || !strings.HasPrefix(r.Error, "environment") {
 			t.Errorf("run %+v: want a pair and an environment error", r)
 		}
+	}
+}
+
+// TestFleetWaitForResponders: --wait-for-responders holds a fleet run
+// until every host's responder listens; one that never does ends the run
+// at the limit with exit 4 naming it, before any pair runs.
+func TestFleetWaitForResponders(t *testing.T) {
+	late, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := late.Addr().String()
+	late.Close()
+	// The responder starts listening a little after the run began.
+	started := make(chan net.Listener, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			started <- nil
+			return
+		}
+		started <- ln
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	hosts := []string{up.Addr().String(), addr}
+	var stdout, stderr bytes.Buffer
+	at := &where{waitResponders: 10 * time.Second}
+	err = execute(&stdout, &stderr, []*runner.Scenario{fleetOf(t, hosts...)}, []string{"fleet.yaml"}, at, &outputs{text: report.TextOptions.Text})
+	if ln := <-started; ln != nil {
+		defer ln.Close()
+	} else {
+		t.Skip("the late responder's port was taken meanwhile")
+	}
+	// The hosts accept and close, as no responder does: the pairs then
+	// fail, but only after the wait let them run.
+	log := stderr.String()
+	if !strings.Contains(log, "waiting up to 10s for 1 of 2 responders: "+addr+"\n") || !strings.Contains(log, "all 2 responders answered after") || !strings.Contains(log, "run 1/2: ") {
+		t.Errorf("%v; log:\n%s\nwant the wait for the late host, then the runs", err, log)
+	}
+
+	// A host that never listens: exit 4, no pair run.
+	stderr.Reset()
+	err = execute(&stdout, &stderr, []*runner.Scenario{fleetOf(t, up.Addr().String(), "127.0.0.1:1")}, []string{"fleet.yaml"}, &where{waitResponders: 300 * time.Millisecond}, &outputs{text: report.TextOptions.Text})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitEnvironment || !strings.Contains(err.Error(), "fleet.yaml: --wait-for-responders: 1 of 2 responders did not answer within 300ms: 127.0.0.1:1 (127.0.0.1:1: ") {
+		t.Errorf("%v, want exit 4 naming the silent host", err)
+	}
+	if strings.Contains(stderr.String(), "run 1/") {
+		t.Errorf("a pair ran after the wait failed:\n%s", stderr.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	buildversion "github.com/rdmarun/rdmarun/internal/version"
@@ -63,7 +64,7 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 			name = sc.Name
 		}
 		opt := runner.Options{Tool: "rdmarun " + buildversion.String(), File: files[i], Progress: progress(stderr)}
-		rep, err := executeOne(ctx, sc, name, at, opt)
+		rep, err := executeOne(ctx, stderr, sc, name, at, opt)
 		if err != nil {
 			return err
 		}
@@ -93,11 +94,14 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 
 // executeOne runs one scenario: a fleet through its hosts' serves, any
 // other on its target.
-func executeOne(ctx context.Context, sc *runner.Scenario, name string, at *where, opt runner.Options) (*report.Report, error) {
+func executeOne(ctx context.Context, stderr io.Writer, sc *runner.Scenario, name string, at *where, opt runner.Options) (*report.Report, error) {
 	var rep *report.Report
 	if sc.Fleet != nil {
 		relay, err := at.relay(sc, name)
 		if err != nil {
+			return nil, err
+		}
+		if err := waitForResponders(ctx, stderr, sc, name, at.waitResponders); err != nil {
 			return nil, err
 		}
 		rep, err = runner.ExecuteFleet(ctx, sc, relay, opt)
@@ -120,6 +124,27 @@ func executeOne(ctx context.Context, sc *runner.Scenario, name string, at *where
 		return nil, &exitError{exitInvalid, fmt.Errorf("%s: %w", name, err)}
 	}
 	return rep, nil
+}
+
+// waitForResponders is --wait-for-responders: a fleet started beside
+// its responders (a Kubernetes Job, a batch step) waits for all of them
+// rather than failing its first pairs as environment errors.
+func waitForResponders(ctx context.Context, stderr io.Writer, sc *runner.Scenario, name string, within time.Duration) error {
+	if within <= 0 {
+		return nil
+	}
+	hosts := sc.Fleet.Hosts
+	start := time.Now()
+	err := runner.WaitForResponders(ctx, hosts, runner.ResponderWait{Within: within, Waiting: func(silent []string) {
+		fmt.Fprintf(stderr, "waiting up to %v for %d of %d responders: %s\n", within, len(silent), len(hosts), strings.Join(silent, ", "))
+	}})
+	if err != nil {
+		return &exitError{exitEnvironment, fmt.Errorf("%s: --wait-for-responders: %w", name, err)}
+	}
+	if d := time.Since(start); d >= time.Second {
+		fmt.Fprintf(stderr, "all %d responders answered after %.1f s\n", len(hosts), d.Seconds())
+	}
+	return nil
 }
 
 func worse(a, b int) int {

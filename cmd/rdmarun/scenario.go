@@ -32,6 +32,7 @@ func newScenarioCmds(app *kingpin.Application) (run, validate *scenarioCmd) {
 	rc.Flag("gid-index", "Override the scenario's GID index (auto or a number).").StringVar(&run.gidIndex)
 	rc.Flag("peer", "Override the scenario's peer: loopback or HOST[:PORT] of rdmarun serve.").StringVar(&run.peer)
 	rc.Flag("peer-device", "Override the responder's device (loopback: the second device).").StringVar(&run.peerDevice)
+	rc.Flag("wait-for-responders", "A fleet scenario: first wait up to this long (2m) until every host's responder accepts a connection, retrying each one that does not; past it, exit 4 naming the hosts that never answered. 0: start at once.").PlaceHolder("DURATION").DurationVar(&run.waitResponders)
 	run.addTLSFlags(rc)
 	run.addFlags(rc)
 	run.addBaselineFlags(rc, true)
