@@ -69,6 +69,10 @@ type ServerConfig struct {
 	// one (doctor.HostEnv, with the ports' MTUs from verbs). Tests give
 	// a saved host's files.
 	DoctorEnv func() doctor.Env
+	// Devices lists the host's RDMA devices for a device listing (a
+	// fleet's devices: auto); nil means rdma.Devices. Tests give their
+	// own.
+	Devices func() ([]rdma.Device, error)
 }
 
 // Server is a responder. It serves any number of tests over its lifetime,
@@ -158,15 +162,6 @@ func (s *Server) Stats() (served, failed int) {
 	return s.served, s.failed
 }
 
-// Checks reports how many connections closed before the client said
-// anything: TCP readiness checks (a wait loop's connect and close, a
-// Kubernetes tcpSocket probe), which Stats does not count as tests.
-func (s *Server) Checks() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.checks
-}
-
 // Serve accepts connections on ln until ctx ends, then closes ln and
 // waits for the tests under way (they end within their bounds).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -248,19 +243,6 @@ func (s *Server) handle(ctx context.Context, nc net.Conn, sl *slot) {
 }
 
 var errHandshake = errors.New("handshake")
-
-// readinessCheck tells a connection that closed before the client said
-// anything from a test that failed. ctrl reports a close as io.EOF only
-// when no byte of a frame came (a close inside one is
-// io.ErrUnexpectedEOF), and TLS likewise before the first record; the
-// handshake's first step waits for the client's first bytes. A reset
-// there is a probe that closes with SO_LINGER 0. A client that gave up
-// silently at a later step of the handshake, or crashed inside its
-// hello, looks the same, and has not begun a test either; a client the
-// handshake refuses (token, version, TLS) is a failure, not a check.
-func readinessCheck(err error) bool {
-	return errors.Is(err, errHandshake) && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET))
-}
 
 // serveTest runs one client's test, or the runs of a session it asked
 // to keep. Every step has a deadline; every resource is freed on every
@@ -577,89 +559,6 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 		return nil, err
 	}
 	return next, runErr
-}
-
-// slot is a connection's claim on one of the tests served at once. A
-// kept session gives it up between runs.
-type slot struct {
-	srv  *Server
-	held bool
-}
-
-// tryAcquire takes a slot if one is free.
-func (sl *slot) tryAcquire() bool {
-	select {
-	case sl.srv.slots <- struct{}{}:
-		sl.took()
-		return true
-	default:
-		return false
-	}
-}
-
-// took books the slot, expected back within a step (the handshake and
-// the spec) until expect says more.
-func (sl *slot) took() {
-	sl.held = true
-	sl.expect(sl.srv.cfg.StepTimeout)
-}
-
-// expect records that the slot's test should give it up within d.
-func (sl *slot) expect(d time.Duration) {
-	sl.srv.mu.Lock()
-	sl.srv.ends[sl] = time.Now().Add(d)
-	sl.srv.mu.Unlock()
-}
-
-func (sl *slot) release() {
-	if sl.held {
-		sl.srv.mu.Lock()
-		delete(sl.srv.ends, sl)
-		sl.srv.mu.Unlock()
-		<-sl.srv.slots
-		sl.held = false
-	}
-}
-
-var errNoSlot = errors.New("no test slot")
-
-// acquire waits at most wait for a slot.
-func (sl *slot) acquire(ctx context.Context, wait time.Duration) error {
-	if sl.held {
-		return nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case sl.srv.slots <- struct{}{}:
-		sl.took()
-		return nil
-	case <-t.C:
-		return errNoSlot
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// busy is the answer to a client that finds every slot taken: how many
-// tests are under way and when the first of them should end (its
-// duration, if it has one, and a step for the result; a step for one
-// still in its set-up), in whole seconds, at least 1 and at most
-// MaxTest. It is a hint, not a promise: a test without a duration may
-// run longer, and other clients may take the slot first.
-func (s *Server) busy() string {
-	s.mu.Lock()
-	running := len(s.ends)
-	first := time.Duration(-1)
-	for _, end := range s.ends {
-		if d := time.Until(end); first < 0 || d < first {
-			first = d
-		}
-	}
-	s.mu.Unlock()
-	retry := min(max(first, time.Second), s.cfg.MaxTest)
-	retry = (retry + time.Second - 1).Truncate(time.Second)
-	return busyMessage(running, s.cfg.MaxConcurrent, retry, s.cfg.LimitKeys.Concurrent)
 }
 
 func (s *Server) send(ctx context.Context, c *ctrl.Conn, k ctrl.Kind, v any) error {
