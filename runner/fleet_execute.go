@@ -44,6 +44,9 @@ type Relay struct {
 	// Doctor asks a host for its doctor's findings when the run names
 	// suspects; nil means peer.Doctor.
 	Doctor DoctorFunc
+	// Devices asks a host for its devices, for devices: auto
+	// (ResolveDevices); nil means peer.Devices.
+	Devices DevicesFunc
 }
 
 var errNotOnePair = errors.New("runner: the scenario names hosts:, a fleet; run it with ExecuteFleet")
@@ -87,6 +90,9 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 	runs := sc.Runs()
 	if len(runs) == 0 {
 		return nil, ErrNoRuns
+	}
+	if fl.AutoDevices && len(fl.Rounds) == 0 {
+		return nil, errors.New("runner: fleet: devices: auto, and the hosts' devices are not known yet; call ResolveDevices first")
 	}
 	if err := checkPlan(fl); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmarun/rdmarun/fleet"
+	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner"
 	"github.com/rdmarun/rdmarun/runner/report"
@@ -202,5 +204,76 @@ func TestFleetWaitForResponders(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "run 1/") {
 		t.Errorf("a pair ran after the wait failed:\n%s", stderr.String())
+	}
+}
+
+// TestFleetAutoDevices: with devices: auto the run asks each host's
+// responder for its devices, logs them, and plans the rail over them; a
+// responder that does not answer ends the run with exit 4 naming it.
+func TestFleetAutoDevices(t *testing.T) {
+	devs := func() ([]rdma.Device, error) {
+		return []rdma.Device{
+			{Name: "mlx5_1", Ports: []rdma.Port{{Num: 1, State: "ACTIVE"}}},
+			{Name: "mlx5_0", Ports: []rdma.Port{{Num: 1, State: "ACTIVE"}}},
+			{Name: "mlx5_9", Ports: []rdma.Port{{Num: 1, State: "DOWN"}}},
+		}, nil
+	}
+	var addrs []string
+	for range 2 {
+		srv, err := peer.NewServer(peer.ServerConfig{Token: "fleet-secret", Device: "none", Devices: devs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx, ln) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+		addrs = append(addrs, ln.Addr().String())
+	}
+	auto := func(hosts ...string) *runner.Scenario {
+		sc := fleetOf(t, hosts...)
+		sc.Fleet.Pattern, sc.Fleet.AutoDevices, sc.Fleet.Pairs, sc.Fleet.Rounds = fleet.Rail, true, nil, nil
+		return sc
+	}
+	at := &where{tokenFile: writeToken(t)}
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	out := &outputs{json: filepath.Join(dir, "out.json"), text: report.TextOptions.Text}
+	_ = execute(&stdout, &stderr, []*runner.Scenario{auto(addrs...)}, []string{"fleet.yaml"}, at, out)
+	log := stderr.String()
+	for _, want := range []string{"devices: auto: " + addrs[0] + ": mlx5_0, mlx5_1\n", "devices: auto: " + addrs[1] + ": mlx5_0, mlx5_1\n", "devices: auto: 2 pairs in "} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	b, err := os.ReadFile(out.json)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fleet == nil || len(rep.Runs) != 4 || !strings.HasSuffix(rep.Runs[0].Pair.A, "/mlx5_0") || strings.Join(rep.Fleet.Hosts[1].Devices, ",") != "mlx5_0,mlx5_1" {
+		t.Errorf("report: %d runs, hosts %+v; want 2 rails x 2 cases over mlx5_0, mlx5_1", len(rep.Runs), rep.Fleet)
+	}
+
+	stderr.Reset()
+	err = execute(&stdout, &stderr, []*runner.Scenario{auto(addrs[0], "127.0.0.1:1")}, []string{"fleet.yaml"}, at, &outputs{text: report.TextOptions.Text})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitEnvironment || !strings.Contains(err.Error(), "fleet.yaml: devices: auto: 127.0.0.1:1: ") {
+		t.Errorf("%v, want exit 4 naming the host that did not answer", err)
+	}
+	if strings.Contains(stderr.String(), "run 1/") {
+		t.Errorf("a pair ran without its devices:\n%s", stderr.String())
 	}
 }

@@ -104,6 +104,9 @@ func executeOne(ctx context.Context, stderr io.Writer, sc *runner.Scenario, name
 		if err := waitForResponders(ctx, stderr, sc, name, at.waitResponders); err != nil {
 			return nil, err
 		}
+		if err := resolveDevices(ctx, stderr, sc, name, relay); err != nil {
+			return nil, err
+		}
 		rep, err = runner.ExecuteFleet(ctx, sc, relay, opt)
 		if err != nil {
 			return nil, &exitError{exitInvalid, fmt.Errorf("%s: %w", name, err)}
@@ -144,6 +147,29 @@ func waitForResponders(ctx context.Context, stderr io.Writer, sc *runner.Scenari
 	if d := time.Since(start); d >= time.Second {
 		fmt.Fprintf(stderr, "all %d responders answered after %.1f s\n", len(hosts), d.Seconds())
 	}
+	return nil
+}
+
+// resolveDevices is a fleet's devices: auto: each host's responder is
+// asked for its devices, which the log shows before the run plans its
+// pairs over them.
+func resolveDevices(ctx context.Context, stderr io.Writer, sc *runner.Scenario, name string, relay runner.Relay) error {
+	fl := sc.Fleet
+	if !fl.AutoDevices || len(fl.Rounds) > 0 {
+		return nil
+	}
+	if err := runner.ResolveDevices(ctx, sc, relay); err != nil {
+		return &exitError{exitEnvironment, fmt.Errorf("%s: %w", name, err)}
+	}
+	const listed = 16 // more hosts: one line that counts them
+	if len(fl.Hosts) <= listed {
+		for _, h := range fl.Hosts {
+			fmt.Fprintf(stderr, "devices: auto: %s: %s\n", h.Name, strings.Join(h.Devices, ", "))
+		}
+	} else {
+		fmt.Fprintf(stderr, "devices: auto: %d hosts, %s on %s\n", len(fl.Hosts), strings.Join(fl.Hosts[0].Devices, ", "), fl.Hosts[0].Name)
+	}
+	fmt.Fprintf(stderr, "devices: auto: %d pairs in %d rounds\n", len(fl.Pairs), len(fl.Rounds))
 	return nil
 }
 

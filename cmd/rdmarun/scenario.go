@@ -91,6 +91,11 @@ func (c *scenarioCmd) validate(w io.Writer) error {
 	}
 	for i, sc := range scs {
 		n := len(sc.Runs())
+		if f := sc.Fleet; f != nil && f.AutoDevices && len(f.Rounds) == 0 {
+			fmt.Fprintf(w, "%s: scenario %s is valid: %s (%s), %s over devices: auto (asked of each host's responder when it runs, which plans the pairs); %s per pair\n",
+				c.files[i], sc.Name, count(len(f.Hosts), "host"), f.Source, f.Pattern, count(n, "run"))
+			continue
+		}
 		if f := sc.Fleet; f != nil {
 			fmt.Fprintf(w, "%s: scenario %s is valid: %s (%s), %s: %s in %s; %s per pair, %d in all\n", c.files[i], sc.Name,
 				count(len(f.Hosts), "host"), f.Source, f.Pattern, count(len(f.Pairs), "pair"),
