@@ -21,6 +21,9 @@ import (
 type doctorMsg struct {
 	Device string `json:"device,omitempty"`
 	Port   int    `json:"port,omitempty"`
+	// List asks for the host's devices alone (see Devices), not the
+	// doctor's checks; a responder before it ignores it.
+	List bool `json:"list,omitempty"`
 }
 
 // doctorReportMsg answers it: the report, and the ports' MTUs as
@@ -31,6 +34,9 @@ type doctorReportMsg struct {
 	// CM is where a connection to the device asked goes through the
 	// CM, for the asking end's cm.peer; absent from older responders.
 	CM *doctor.FarCM `json:"cm,omitempty"`
+	// Devices answers a listing (doctorMsg.List), in place of the
+	// report; absent from older responders.
+	Devices *FarDevices `json:"devices,omitempty"`
 }
 
 // FarReport is the far end's doctor report, as Doctor fetches it.
@@ -55,6 +61,16 @@ const StageDoctor Stage = "asking for its doctor's report"
 // runs. A responder of a release before the request answers with an
 // error, which comes back saying to upgrade it.
 func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*FarReport, error) {
+	ans, addr, err := askDoctor(ctx, cfg, doctorMsg{Device: device, Port: port})
+	if err != nil {
+		return nil, err
+	}
+	return &FarReport{Addr: addr, Report: ans.Report, MTUs: ans.MTUs, CM: ans.CM}, nil
+}
+
+// askDoctor sends a doctor request and returns the answer, with the
+// address asked.
+func askDoctor(ctx context.Context, cfg ClientConfig, req doctorMsg) (*doctorReportMsg, string, error) {
 	addr := cfg.Addr
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		addr = net.JoinHostPort(addr, DefaultPort)
@@ -69,12 +85,12 @@ func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*Fa
 	defer cancel()
 	nc, err := ctrl.Dial(sctx, addr, cfg.TLS)
 	if err != nil {
-		return nil, wrap(StageConnecting, err)
+		return nil, addr, wrap(StageConnecting, err)
 	}
 	c, err := ctrl.Client(sctx, nc, cfg.Token)
 	if err != nil {
 		nc.Close()
-		return nil, wrap(StageHandshake, err)
+		return nil, addr, wrap(StageHandshake, err)
 	}
 	defer c.Close()
 
@@ -85,15 +101,15 @@ func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*Fa
 	rctx, rcancel := context.WithTimeout(ctx, doctorSteps*step)
 	defer rcancel()
 	var ans doctorReportMsg
-	err = c.Send(rctx, ctrl.KindDoctor, doctorMsg{Device: device, Port: port})
+	err = c.Send(rctx, ctrl.KindDoctor, req)
 	if err == nil {
 		err = c.Recv(rctx, ctrl.KindDoctorReport, &ans)
 	}
 	if err != nil {
-		return nil, wrap(StageDoctor, olderDoctor(addr, err))
+		return nil, addr, wrap(StageDoctor, olderDoctor(addr, err))
 	}
 	_ = c.Send(rctx, ctrl.KindBye, nil) // a courtesy: the responder waits a step for it at most
-	return &FarReport{Addr: addr, Report: ans.Report, MTUs: ans.MTUs, CM: ans.CM}, nil
+	return &ans, addr, nil
 }
 
 // doctorSteps is how many control steps a responder has to run its
@@ -129,6 +145,13 @@ func (s *Server) serveDoctor(ctx context.Context, c *ctrl.Conn, payload json.Raw
 	if req.Port < 0 || req.Port > 255 {
 		return fail(fmt.Errorf("the doctor request names port %d, out of range 1..255", req.Port))
 	}
+	if req.List {
+		devs, err := s.deviceList()
+		if err != nil {
+			return fail(err)
+		}
+		return s.answerDoctor(ctx, c, doctorReportMsg{Devices: devs})
+	}
 	env := s.doctorEnv()
 	env.Device, env.Port = s.cfg.Device, s.cfg.Port
 	if req.Device != "" {
@@ -141,7 +164,10 @@ func (s *Server) serveDoctor(ctx context.Context, c *ctrl.Conn, payload json.Raw
 	if len(r.Devices) == 0 && env.Device != "" {
 		return fail(fmt.Errorf("no RDMA device %s on this responder", env.Device))
 	}
-	msg := doctorReportMsg{Report: r, MTUs: doctor.MTUs(env), CM: doctor.CMOf(env, r)}
+	return s.answerDoctor(ctx, c, doctorReportMsg{Report: r, MTUs: doctor.MTUs(env), CM: doctor.CMOf(env, r)})
+}
+
+func (s *Server) answerDoctor(ctx context.Context, c *ctrl.Conn, msg doctorReportMsg) error {
 	if err := s.send(ctx, c, ctrl.KindDoctorReport, msg); err != nil {
 		return err
 	}

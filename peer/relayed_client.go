@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"syscall"
 	"time"
@@ -67,9 +68,19 @@ func (e *RelayedError) Is(target error) bool {
 	return false
 }
 
+// Relayed is A's answer to a relayed test.
+type Relayed struct {
+	// Result is the whole result, both sides, as Run would return it on A.
+	Result *rdma.Result
+	// LinkGbps is the rate of A's port (the requester's) as A read it, in
+	// 10^9 bit/s: what a threshold's link_gbps is. 0 when A could not read
+	// it or is of a release that did not send it.
+	LinkGbps float64
+}
+
 // RunVia has the responder at cfg.Addr (A) run spec as a client against
 // the responder b (B) and returns the whole result, both sides, as Run
-// would on A. No RDMA runs here: A's device is cfg.PeerDevice (empty:
+// would on A, with the rate of A's port. No RDMA runs here: A's device is cfg.PeerDevice (empty:
 // A's default) and cfg.PeerGIDIndex; cfg.Device, Port and GIDIndex are
 // not used. A failure on the hop to A is an *Error: A down, refusing
 // this client (ErrUnreachable), busy, or silent or gone before it
@@ -78,7 +89,7 @@ func (e *RelayedError) Is(target error) bool {
 // down or refusing A), else the test's own failure. The wait for A's answer is bounded by the test's own
 // length when it has one, and always by A's limit on one test; cancelling
 // ctx makes A stop its test and free everything.
-func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*rdma.Result, error) {
+func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*Relayed, error) {
 	if err := spec.Ready(); err != nil {
 		return nil, err
 	}
@@ -143,7 +154,12 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*r
 	if err != nil {
 		return nil, wrap(StageRelayWait, err)
 	}
-	return r, nil
+	rate := res.LinkGbps
+	if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		// A threshold would judge a nonsense rate as a real one.
+		return nil, wrap(StageRelayWait, fmt.Errorf("the relayed port rate %v is not a rate", rate))
+	}
+	return &Relayed{Result: r, LinkGbps: rate}, nil
 }
 
 // relayWait bounds the wait for A's answer. A promised one within its

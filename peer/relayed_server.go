@@ -101,6 +101,7 @@ func (s *Server) serveRelay(ctx context.Context, c *ctrl.Conn, payload json.RawM
 	var msg relayResultMsg
 	if runErr == nil {
 		msg, runErr = relayResultOf(res)
+		msg.LinkGbps = portRate(res.Requester.Device, res.Requester.Port)
 	}
 	if runErr != nil {
 		msg = relayResultMsg{Error: relayFailureOf(addr, runErr)}
@@ -167,4 +168,25 @@ func relayFailureOf(addr string, err error) *relayFailure {
 		f.Stage, f.Addr = StageRemoteSide, addr
 	}
 	return f
+}
+
+// portRate is the rate of a device's port (0: port 1) as the kernel
+// reports it, or 0 when it cannot be read.
+func portRate(device string, port int) float64 {
+	devs, err := rdma.Devices()
+	if err != nil {
+		return 0
+	}
+	if port == 0 {
+		port = 1
+	}
+	for _, d := range devs {
+		if d.Name != device {
+			continue
+		}
+		if p, err := d.Port(port); err == nil {
+			return p.RateGbps
+		}
+	}
+	return 0
 }

@@ -42,10 +42,16 @@ func coordinator(a *responder) peer.ClientConfig {
 
 func relayed(t *testing.T, a, b *responder, cfg peer.ClientConfig, spec rdma.TestSpec) *rdma.Result {
 	t.Helper()
-	res, err := peer.RunVia(context.Background(), cfg, peer.Remote{Addr: b.addr}, rdmatest.Complete(t, spec))
+	relayed, err := peer.RunVia(context.Background(), cfg, peer.Remote{Addr: b.addr}, rdmatest.Complete(t, spec))
 	if err != nil {
 		t.Fatalf("%s via %s: %v\nA's log:\n%s\nB's log:\n%s", spec, a.addr, err, a.output(), b.output())
 	}
+	// rxe reports its netdev's rate: A read its own port's for the
+	// coordinator's link_gbps.
+	if relayed.LinkGbps <= 0 {
+		t.Errorf("relayed link rate %v, want A's port's", relayed.LinkGbps)
+	}
+	res := relayed.Result
 	rdmatest.CheckResult(t, res)
 	if len(res.Sides) != 2 || res.Sides[0].Device != "rxe1" || res.Sides[1].Device != "rxe0" {
 		t.Errorf("sides %+v, want A's rxe1 then B's rxe0", res.Sides)

@@ -69,6 +69,10 @@ type ServerConfig struct {
 	// one (doctor.HostEnv, with the ports' MTUs from verbs). Tests give
 	// a saved host's files.
 	DoctorEnv func() doctor.Env
+	// Devices lists the host's RDMA devices for a device listing (a
+	// fleet's devices: auto); nil means rdma.Devices. Tests give their
+	// own.
+	Devices func() ([]rdma.Device, error)
 }
 
 // Server is a responder. It serves any number of tests over its lifetime,
@@ -92,6 +96,9 @@ type Server struct {
 	mu     sync.Mutex
 	served int
 	failed int
+	// checks counts the connections that closed without a word: TCP
+	// readiness checks, in neither served nor failed.
+	checks int
 	// ends holds, for each test holding a slot, when it is expected to
 	// give it up: what a busy answer's retry hint is made of.
 	ends map[*slot]time.Time
@@ -213,17 +220,21 @@ func (s *Server) step(ctx context.Context) (context.Context, context.CancelFunc)
 func (s *Server) handle(ctx context.Context, nc net.Conn, sl *slot) {
 	log := s.cfg.Logger.With("client", nc.RemoteAddr().String())
 	err := s.serveTest(ctx, nc, sl, log)
+	check := readinessCheck(err)
 	s.mu.Lock()
-	s.served++
-	if err != nil {
+	switch {
+	case check:
+		s.checks++
+	case err != nil:
+		s.served++
 		s.failed++
+	default:
+		s.served++
 	}
 	s.mu.Unlock()
 	switch {
-	case errors.Is(err, errHandshake) && errors.Is(err, io.EOF):
-		// Connected and left without a word: a port probe or health
-		// check, not a failed test.
-		log.Debug("connection closed before the handshake", "err", err)
+	case check:
+		log.Debug("connection closed before the handshake: a readiness check, not a test", "err", err)
 	case err != nil:
 		log.Warn("test failed", "err", err)
 	default:
@@ -548,89 +559,6 @@ func (s *Server) serveRun(ctx context.Context, c *ctrl.Conn, ep *rdma.Endpoint, 
 		return nil, err
 	}
 	return next, runErr
-}
-
-// slot is a connection's claim on one of the tests served at once. A
-// kept session gives it up between runs.
-type slot struct {
-	srv  *Server
-	held bool
-}
-
-// tryAcquire takes a slot if one is free.
-func (sl *slot) tryAcquire() bool {
-	select {
-	case sl.srv.slots <- struct{}{}:
-		sl.took()
-		return true
-	default:
-		return false
-	}
-}
-
-// took books the slot, expected back within a step (the handshake and
-// the spec) until expect says more.
-func (sl *slot) took() {
-	sl.held = true
-	sl.expect(sl.srv.cfg.StepTimeout)
-}
-
-// expect records that the slot's test should give it up within d.
-func (sl *slot) expect(d time.Duration) {
-	sl.srv.mu.Lock()
-	sl.srv.ends[sl] = time.Now().Add(d)
-	sl.srv.mu.Unlock()
-}
-
-func (sl *slot) release() {
-	if sl.held {
-		sl.srv.mu.Lock()
-		delete(sl.srv.ends, sl)
-		sl.srv.mu.Unlock()
-		<-sl.srv.slots
-		sl.held = false
-	}
-}
-
-var errNoSlot = errors.New("no test slot")
-
-// acquire waits at most wait for a slot.
-func (sl *slot) acquire(ctx context.Context, wait time.Duration) error {
-	if sl.held {
-		return nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case sl.srv.slots <- struct{}{}:
-		sl.took()
-		return nil
-	case <-t.C:
-		return errNoSlot
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// busy is the answer to a client that finds every slot taken: how many
-// tests are under way and when the first of them should end (its
-// duration, if it has one, and a step for the result; a step for one
-// still in its set-up), in whole seconds, at least 1 and at most
-// MaxTest. It is a hint, not a promise: a test without a duration may
-// run longer, and other clients may take the slot first.
-func (s *Server) busy() string {
-	s.mu.Lock()
-	running := len(s.ends)
-	first := time.Duration(-1)
-	for _, end := range s.ends {
-		if d := time.Until(end); first < 0 || d < first {
-			first = d
-		}
-	}
-	s.mu.Unlock()
-	retry := min(max(first, time.Second), s.cfg.MaxTest)
-	retry = (retry + time.Second - 1).Truncate(time.Second)
-	return busyMessage(running, s.cfg.MaxConcurrent, retry, s.cfg.LimitKeys.Concurrent)
 }
 
 func (s *Server) send(ctx context.Context, c *ctrl.Conn, k ctrl.Kind, v any) error {

@@ -11,7 +11,7 @@
 //	coordinator -> A  relay         {version, spec, A's device, B: {addr, device}}
 //	A -> coordinator  relay-ok      {version, device, within: A's bound on the answer}
 //	                  A runs the test as a client against B (Run), with its own token and TLS
-//	A -> coordinator  relay-result  {result with both sides and samples, or error: {stage, addr, unreachable, ...}}
+//	A -> coordinator  relay-result  {result with both sides and samples, A's port rate, or error: {stage, addr, unreachable, ...}}
 //	coordinator -> A  bye
 //
 // The relay payload carries its own version (RelayVersion); a responder
@@ -142,6 +142,12 @@ type relayResultMsg struct {
 	// carry the HDR histogram a Result keeps out of its JSON, so a
 	// relayed result plots and exports like a local one.
 	Samples [][2]int64 `json:"samples,omitempty"`
+	// LinkGbps is the rate of A's port, the requester's, which is what
+	// link_gbps means in a threshold: the coordinator runs no RDMA and
+	// cannot read it. 0 when A could not read it, and from a responder
+	// of a release before it was carried (the field is new within relay
+	// version 1: an older coordinator ignores it).
+	LinkGbps float64 `json:"link_gbps,omitempty"`
 }
 
 // The geometry of rdma's latency histograms (LatencyStats: 1 ns to 60 s,

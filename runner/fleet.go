@@ -21,8 +21,15 @@ type Fleet struct {
 	Confirm   int
 	LagFactor float64 // 0: fleet.DefaultLagFactor
 
+	// AutoDevices is devices: auto: each host that lists no devices of
+	// its own tests on those its responder reports ACTIVE, in natural
+	// order (mlx5_2 before mlx5_10), asked when the run starts
+	// (ResolveDevices), which then plans Pairs and Rounds.
+	AutoDevices bool
+
 	// Pairs and Rounds are the pattern over Hosts, set once the hosts are
-	// known; a pattern that cannot be scheduled is a load error.
+	// known (with AutoDevices, once their devices are); a pattern that
+	// cannot be scheduled is a load error.
 	Pairs  []fleet.Pair
 	Rounds []fleet.Round
 }

@@ -16,16 +16,17 @@ import (
 
 // Relayer runs one test of a fleet: the serve at a.Addr (host A) runs
 // spec against the serve at b.Addr (host B) and returns both sides'
-// result. peer.RunVia is the real one; tests give their own.
+// result with A's port rate. peer.RunVia is the real one; tests give
+// their own.
 type Relayer interface {
-	RunVia(ctx context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*rdma.Result, error)
+	RunVia(ctx context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*peer.Relayed, error)
 }
 
 // RelayFunc makes a function a Relayer: RelayFunc(peer.RunVia).
-type RelayFunc func(ctx context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*rdma.Result, error)
+type RelayFunc func(ctx context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*peer.Relayed, error)
 
 // RunVia implements Relayer.
-func (f RelayFunc) RunVia(ctx context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*rdma.Result, error) {
+func (f RelayFunc) RunVia(ctx context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*peer.Relayed, error) {
 	return f(ctx, a, b, spec)
 }
 
@@ -43,6 +44,9 @@ type Relay struct {
 	// Doctor asks a host for its doctor's findings when the run names
 	// suspects; nil means peer.Doctor.
 	Doctor DoctorFunc
+	// Devices asks a host for its devices, for devices: auto
+	// (ResolveDevices); nil means peer.Devices.
+	Devices DevicesFunc
 }
 
 var errNotOnePair = errors.New("runner: the scenario names hosts:, a fleet; run it with ExecuteFleet")
@@ -53,10 +57,11 @@ var errNotOnePair = errors.New("runner: the scenario names hosts:, a fleet; run 
 // of sc.Runs() in order through host A's serve against host B's; the next
 // round starts when the last pair of this one is done.
 //
-// Thresholds are judged per run as Execute judges them, with one
-// difference: link_gbps is 0, so a threshold on it fails rather than
-// passing by accident. The coordinator runs no RDMA, and neither a
-// relayed result nor its endpoints carry the port's rate.
+// Thresholds are judged per run as Execute judges them, link_gbps being
+// the rate of host A's port as A read it (the coordinator runs no RDMA).
+// A that could not read it, or is of a release that does not send it,
+// leaves it 0, so a threshold on it fails rather than passing by
+// accident.
 //
 // A host that cannot be reached, or refuses the coordinator or A (an
 // error matching peer.ErrUnreachable), fails that pair's remaining runs
@@ -85,6 +90,9 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 	runs := sc.Runs()
 	if len(runs) == 0 {
 		return nil, ErrNoRuns
+	}
+	if fl.AutoDevices && len(fl.Rounds) == 0 {
+		return nil, errors.New("runner: fleet: devices: auto, and the hosts' devices are not known yet; call ResolveDevices first")
 	}
 	if err := checkPlan(fl); err != nil {
 		return nil, err
@@ -308,9 +316,14 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 			run.Status, run.Error = report.Skipped, aborted
 		default:
 			run.Started = time.Now()
-			result, err := c.via.RunVia(ctx, a, b, r.Spec)
+			relayed, err := c.via.RunVia(ctx, a, b, r.Spec)
 			run.Seconds = time.Since(run.Started).Seconds()
-			e := settle(ctx, run, r, result, err, 0)
+			var result *rdma.Result
+			var link float64
+			if err == nil {
+				result, link = relayed.Result, relayed.LinkGbps
+			}
+			e := settle(ctx, run, r, result, err, link)
 			if e == endEnvironment {
 				envErr = err.Error()
 				run.Error, res.env = "environment: "+envErr, true

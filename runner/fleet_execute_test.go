@@ -32,6 +32,9 @@ type fakeRelay struct {
 	delay time.Duration
 	// answer gives a test's result; nil answers every test healthy.
 	answer func(ctx context.Context, c relayCall, spec rdma.Test) (*rdma.Result, error)
+	// link gives host A's port rate; nil answers 0, as a relay that
+	// does not carry it.
+	link func(c relayCall) float64
 
 	mu         sync.Mutex
 	booked     map[string]bool
@@ -70,7 +73,19 @@ func (f *fakeRelay) host(addr string) int {
 	return -1
 }
 
-func (f *fakeRelay) RunVia(ctx context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*rdma.Result, error) {
+func (f *fakeRelay) RunVia(ctx context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*peer.Relayed, error) {
+	res, c, err := f.run(ctx, a, b, spec)
+	if err != nil {
+		return nil, err
+	}
+	var link float64
+	if f.link != nil {
+		link = f.link(c)
+	}
+	return &peer.Relayed{Result: res, LinkGbps: link}, nil
+}
+
+func (f *fakeRelay) run(ctx context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*rdma.Result, relayCall, error) {
 	c := relayCall{A: f.host(a.Addr), B: f.host(b.Addr), Measure: spec.Measure}
 	nics := []string{a.Addr + "/" + a.PeerDevice, b.Addr + "/" + b.Device}
 	f.mu.Lock()
@@ -101,12 +116,13 @@ func (f *fakeRelay) RunVia(ctx context.Context, a peer.ClientConfig, b peer.Remo
 	select {
 	case <-time.After(f.delay):
 	case <-ctx.Done():
-		return nil, fmt.Errorf("rdma: run stopped: %w", ctx.Err())
+		return nil, c, fmt.Errorf("rdma: run stopped: %w", ctx.Err())
 	}
 	if f.answer != nil {
-		return f.answer(ctx, c, spec)
+		res, err := f.answer(ctx, c, spec)
+		return res, c, err
 	}
-	return measuredAs(spec, 10, 8), nil
+	return measuredAs(spec, 10, 8), c, nil
 }
 
 // measuredAs is a result of latencyUs p50 (p99 20% above) or gbps.
@@ -530,11 +546,11 @@ func TestExecuteFleetRelayConfig(t *testing.T) {
 	sc.GIDIndex = 3
 	var got []string
 	var mu sync.Mutex
-	via := RelayFunc(func(_ context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*rdma.Result, error) {
+	via := RelayFunc(func(_ context.Context, a peer.ClientConfig, b peer.Remote, spec rdma.Test) (*peer.Relayed, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, fmt.Sprintf("%s %s %s gid %d step %v -> %s %s gid %d", a.Addr, a.Token, a.PeerDevice, *a.PeerGIDIndex, a.StepTimeout, b.Addr, b.Device, *b.GIDIndex))
-		return measuredAs(spec, 10, 8), nil
+		return &peer.Relayed{Result: measuredAs(spec, 10, 8)}, nil
 	})
 	rep, err := ExecuteFleet(context.Background(), sc, Relay{Token: "secret", StepTimeout: time.Second, Via: via}, Options{})
 	if err != nil {

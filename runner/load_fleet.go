@@ -19,7 +19,7 @@ var fleetKeys = []string{"hosts", "devices", "pattern", "both_directions", "pair
 
 const (
 	allowedHosts    = "write a list such as [node1, node2:18521, {name: node3, addr: 10.0.0.3, devices: [mlx5_0]}], {file: PATH}, {dns: NAME, port: N}, {slurm: NODELIST} or slurm"
-	allowedDevices  = "write a list of RDMA device names such as [mlx5_0, mlx5_1]"
+	allowedDevices  = "write a list of RDMA device names such as [mlx5_0, mlx5_1], or auto (fleet-wide: each host's responder lists its ACTIVE devices when the run starts)"
 	allowedPairs    = "write a list of [initiator, responder] host names, such as [[node1, node2], [node3, node1]]"
 	allowedParallel = "write the most pairs to run at once, or 0 for no cap"
 	allowedConfirm  = "write how many times to re-run a bad pair before naming suspects, from 0 to 10"
@@ -28,6 +28,9 @@ const (
 	maxParallel     = 1 << 20
 	maxLagFactor    = 1000
 )
+
+// autoDevices is devices: auto (see Fleet.AutoDevices).
+const autoDevices = "auto"
 
 // fleetDraft is what the fleet keys said, with the nodes that said it, so
 // that a problem found only once the hosts are known (at Load, for hosts
@@ -66,6 +69,10 @@ func (l *loader) parseFleetKey(key string, k, v *yaml.Node) {
 	case "hosts":
 		l.parseHosts(d, v)
 	case "devices":
+		if n := resolve(v); n.Kind == yaml.ScalarNode && strings.TrimSpace(n.Value) == autoDevices {
+			f.AutoDevices = true
+			break
+		}
 		d.devices = l.deviceList(v, "devices")
 	case "pattern":
 		l.parsePattern(d, v)
@@ -290,6 +297,11 @@ func (l *loader) deviceList(v *yaml.Node, key string) []string {
 			return nil
 		case dup:
 			l.errorf(it.n, key, "device %s is listed twice (first at line %d); list each device once", it.s, first.Line)
+			return nil
+		case it.s == autoDevices:
+			// A device of that name would be a typo for the fleet's
+			// auto, whose place is the top level.
+			l.errorf(it.n, key, "auto asks every host's responder for its devices and applies to the whole fleet: write devices: auto at the top level, and list a host's own devices by name")
 			return nil
 		}
 		seen[it.s] = it.n

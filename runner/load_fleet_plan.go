@@ -44,6 +44,11 @@ func (l *loader) planFleet(d *fleetDraft, listed []fleet.Host) {
 	if f.Pattern == fleet.ExplicitPairs && !l.checkPairs(d, hosts) {
 		return
 	}
+	if f.AutoDevices && slices.ContainsFunc(hosts, func(h fleet.Host) bool { return len(h.Devices) == 0 }) {
+		// The pairs wait for the hosts' devices (ResolveDevices).
+		f.Hosts = hosts
+		return
+	}
 	if f.Pattern == fleet.Rail && !slices.ContainsFunc(hosts, func(h fleet.Host) bool { return len(h.Devices) > 0 }) {
 		// fleet's message speaks hostfile; this one YAML.
 		l.errorf(at, key, "%srail pairs device i of each host with device i of the others, and no host lists devices; write devices: [mlx5_0, mlx5_1] for every host, or a host's own as {name: node1, devices: [mlx5_0, mlx5_1]}", d.from())

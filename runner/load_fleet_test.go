@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -576,6 +577,13 @@ func checkFleetPlan(sc *Scenario) error {
 	}
 	if err := fleet.CheckHosts(f.Hosts); err != nil {
 		return fmt.Errorf("parsed hosts fail CheckHosts: %v", err)
+	}
+	if f.AutoDevices && slices.ContainsFunc(f.Hosts, func(h fleet.Host) bool { return len(h.Devices) == 0 }) {
+		// The plan waits for the hosts' devices (ResolveDevices).
+		if f.Pairs != nil || f.Rounds != nil {
+			return errors.New("devices: auto, and the pairs were planned before the hosts' devices were known")
+		}
+		return nil
 	}
 	if len(f.Pairs) == 0 || len(f.Rounds) == 0 {
 		return fmt.Errorf("%d pairs in %d rounds; a planned fleet has some", len(f.Pairs), len(f.Rounds))

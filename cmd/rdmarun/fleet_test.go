@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmarun/rdmarun/fleet"
+	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner"
 	"github.com/rdmarun/rdmarun/runner/report"
@@ -130,5 +134,146 @@ func TestFleetNoHostAnswers(t *testing.T) {
 		if r.Pair == nil || !strings.HasPrefix(r.Error, "environment") {
 			t.Errorf("run %+v: want a pair and an environment error", r)
 		}
+	}
+}
+
+// TestFleetWaitForResponders: --wait-for-responders holds a fleet run
+// until every host's responder listens; one that never does ends the run
+// at the limit with exit 4 naming it, before any pair runs.
+func TestFleetWaitForResponders(t *testing.T) {
+	late, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := late.Addr().String()
+	late.Close()
+	// The responder starts listening a little after the run began.
+	started := make(chan net.Listener, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			started <- nil
+			return
+		}
+		started <- ln
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	hosts := []string{up.Addr().String(), addr}
+	var stdout, stderr bytes.Buffer
+	at := &where{waitResponders: 10 * time.Second}
+	err = execute(&stdout, &stderr, []*runner.Scenario{fleetOf(t, hosts...)}, []string{"fleet.yaml"}, at, &outputs{text: report.TextOptions.Text})
+	if ln := <-started; ln != nil {
+		defer ln.Close()
+	} else {
+		t.Skip("the late responder's port was taken meanwhile")
+	}
+	// The hosts accept and close, as no responder does: the pairs then
+	// fail, but only after the wait let them run.
+	log := stderr.String()
+	if !strings.Contains(log, "waiting up to 10s for 1 of 2 responders: "+addr+"\n") || !strings.Contains(log, "all 2 responders answered after") || !strings.Contains(log, "run 1/2: ") {
+		t.Errorf("%v; log:\n%s\nwant the wait for the late host, then the runs", err, log)
+	}
+
+	// A host that never listens: exit 4, no pair run.
+	stderr.Reset()
+	err = execute(&stdout, &stderr, []*runner.Scenario{fleetOf(t, up.Addr().String(), "127.0.0.1:1")}, []string{"fleet.yaml"}, &where{waitResponders: 300 * time.Millisecond}, &outputs{text: report.TextOptions.Text})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitEnvironment || !strings.Contains(err.Error(), "fleet.yaml: --wait-for-responders: 1 of 2 responders did not answer within 300ms: 127.0.0.1:1 (127.0.0.1:1: ") {
+		t.Errorf("%v, want exit 4 naming the silent host", err)
+	}
+	if strings.Contains(stderr.String(), "run 1/") {
+		t.Errorf("a pair ran after the wait failed:\n%s", stderr.String())
+	}
+}
+
+// TestFleetAutoDevices: with devices: auto the run asks each host's
+// responder for its devices, logs them, and plans the rail over them; a
+// responder that does not answer ends the run with exit 4 naming it.
+func TestFleetAutoDevices(t *testing.T) {
+	devs := func() ([]rdma.Device, error) {
+		return []rdma.Device{
+			{Name: "mlx5_1", Ports: []rdma.Port{{Num: 1, State: "ACTIVE"}}},
+			{Name: "mlx5_0", Ports: []rdma.Port{{Num: 1, State: "ACTIVE"}}},
+			{Name: "mlx5_9", Ports: []rdma.Port{{Num: 1, State: "DOWN"}}},
+		}, nil
+	}
+	var addrs []string
+	for range 2 {
+		srv, err := peer.NewServer(peer.ServerConfig{Token: "fleet-secret", Device: "none", Devices: devs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx, ln) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+		addrs = append(addrs, ln.Addr().String())
+	}
+	auto := func(hosts ...string) *runner.Scenario {
+		sc := fleetOf(t, hosts...)
+		sc.Fleet.Pattern, sc.Fleet.AutoDevices, sc.Fleet.Pairs, sc.Fleet.Rounds = fleet.Rail, true, nil, nil
+		return sc
+	}
+	at := &where{tokenFile: writeToken(t)}
+	var stdout, stderr bytes.Buffer
+	dir := t.TempDir()
+	out := &outputs{json: filepath.Join(dir, "out.json"), text: report.TextOptions.Text}
+	_ = execute(&stdout, &stderr, []*runner.Scenario{auto(addrs...)}, []string{"fleet.yaml"}, at, out)
+	log := stderr.String()
+	for _, want := range []string{"devices: auto: " + addrs[0] + ": mlx5_0, mlx5_1\n", "devices: auto: " + addrs[1] + ": mlx5_0, mlx5_1\n", "devices: auto: 2 pairs in "} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	b, err := os.ReadFile(out.json)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fleet == nil || len(rep.Runs) != 4 || !strings.HasSuffix(rep.Runs[0].Pair.A, "/mlx5_0") || strings.Join(rep.Fleet.Hosts[1].Devices, ",") != "mlx5_0,mlx5_1" {
+		t.Errorf("report: %d runs, hosts %+v; want 2 rails x 2 cases over mlx5_0, mlx5_1", len(rep.Runs), rep.Fleet)
+	}
+
+	stderr.Reset()
+	err = execute(&stdout, &stderr, []*runner.Scenario{auto(addrs[0], "127.0.0.1:1")}, []string{"fleet.yaml"}, at, &outputs{text: report.TextOptions.Text})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitEnvironment || !strings.Contains(err.Error(), "fleet.yaml: devices: auto: 127.0.0.1:1: ") {
+		t.Errorf("%v, want exit 4 naming the host that did not answer", err)
+	}
+	if strings.Contains(stderr.String(), "run 1/") {
+		t.Errorf("a pair ran without its devices:\n%s", stderr.String())
 	}
 }

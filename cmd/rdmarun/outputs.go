@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	buildversion "github.com/rdmarun/rdmarun/internal/version"
@@ -63,7 +64,7 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 			name = sc.Name
 		}
 		opt := runner.Options{Tool: "rdmarun " + buildversion.String(), File: files[i], Progress: progress(stderr)}
-		rep, err := executeOne(ctx, sc, name, at, opt)
+		rep, err := executeOne(ctx, stderr, sc, name, at, opt)
 		if err != nil {
 			return err
 		}
@@ -93,11 +94,17 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 
 // executeOne runs one scenario: a fleet through its hosts' serves, any
 // other on its target.
-func executeOne(ctx context.Context, sc *runner.Scenario, name string, at *where, opt runner.Options) (*report.Report, error) {
+func executeOne(ctx context.Context, stderr io.Writer, sc *runner.Scenario, name string, at *where, opt runner.Options) (*report.Report, error) {
 	var rep *report.Report
 	if sc.Fleet != nil {
 		relay, err := at.relay(sc, name)
 		if err != nil {
+			return nil, err
+		}
+		if err := waitForResponders(ctx, stderr, sc, name, at.waitResponders); err != nil {
+			return nil, err
+		}
+		if err := resolveDevices(ctx, stderr, sc, name, relay); err != nil {
 			return nil, err
 		}
 		rep, err = runner.ExecuteFleet(ctx, sc, relay, opt)
@@ -120,6 +127,50 @@ func executeOne(ctx context.Context, sc *runner.Scenario, name string, at *where
 		return nil, &exitError{exitInvalid, fmt.Errorf("%s: %w", name, err)}
 	}
 	return rep, nil
+}
+
+// waitForResponders is --wait-for-responders: a fleet started beside
+// its responders (a Kubernetes Job, a batch step) waits for all of them
+// rather than failing its first pairs as environment errors.
+func waitForResponders(ctx context.Context, stderr io.Writer, sc *runner.Scenario, name string, within time.Duration) error {
+	if within <= 0 {
+		return nil
+	}
+	hosts := sc.Fleet.Hosts
+	start := time.Now()
+	err := runner.WaitForResponders(ctx, hosts, runner.ResponderWait{Within: within, Waiting: func(silent []string) {
+		fmt.Fprintf(stderr, "waiting up to %v for %d of %d responders: %s\n", within, len(silent), len(hosts), strings.Join(silent, ", "))
+	}})
+	if err != nil {
+		return &exitError{exitEnvironment, fmt.Errorf("%s: --wait-for-responders: %w", name, err)}
+	}
+	if d := time.Since(start); d >= time.Second {
+		fmt.Fprintf(stderr, "all %d responders answered after %.1f s\n", len(hosts), d.Seconds())
+	}
+	return nil
+}
+
+// resolveDevices is a fleet's devices: auto: each host's responder is
+// asked for its devices, which the log shows before the run plans its
+// pairs over them.
+func resolveDevices(ctx context.Context, stderr io.Writer, sc *runner.Scenario, name string, relay runner.Relay) error {
+	fl := sc.Fleet
+	if !fl.AutoDevices || len(fl.Rounds) > 0 {
+		return nil
+	}
+	if err := runner.ResolveDevices(ctx, sc, relay); err != nil {
+		return &exitError{exitEnvironment, fmt.Errorf("%s: %w", name, err)}
+	}
+	const listed = 16 // more hosts: one line that counts them
+	if len(fl.Hosts) <= listed {
+		for _, h := range fl.Hosts {
+			fmt.Fprintf(stderr, "devices: auto: %s: %s\n", h.Name, strings.Join(h.Devices, ", "))
+		}
+	} else {
+		fmt.Fprintf(stderr, "devices: auto: %d hosts, %s on %s\n", len(fl.Hosts), strings.Join(fl.Hosts[0].Devices, ", "), fl.Hosts[0].Name)
+	}
+	fmt.Fprintf(stderr, "devices: auto: %d pairs in %d rounds\n", len(fl.Pairs), len(fl.Rounds))
+	return nil
 }
 
 func worse(a, b int) int {

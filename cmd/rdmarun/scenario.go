@@ -32,6 +32,7 @@ func newScenarioCmds(app *kingpin.Application) (run, validate *scenarioCmd) {
 	rc.Flag("gid-index", "Override the scenario's GID index (auto or a number).").StringVar(&run.gidIndex)
 	rc.Flag("peer", "Override the scenario's peer: loopback or HOST[:PORT] of rdmarun serve.").StringVar(&run.peer)
 	rc.Flag("peer-device", "Override the responder's device (loopback: the second device).").StringVar(&run.peerDevice)
+	rc.Flag("wait-for-responders", "A fleet scenario: first wait up to this long (2m) until every host's responder accepts a connection, retrying each one that does not; past it, exit 4 naming the hosts that never answered. 0: start at once.").PlaceHolder("DURATION").DurationVar(&run.waitResponders)
 	run.addTLSFlags(rc)
 	run.addFlags(rc)
 	run.addBaselineFlags(rc, true)
@@ -90,6 +91,11 @@ func (c *scenarioCmd) validate(w io.Writer) error {
 	}
 	for i, sc := range scs {
 		n := len(sc.Runs())
+		if f := sc.Fleet; f != nil && f.AutoDevices && len(f.Rounds) == 0 {
+			fmt.Fprintf(w, "%s: scenario %s is valid: %s (%s), %s over devices: auto (asked of each host's responder when it runs, which plans the pairs); %s per pair\n",
+				c.files[i], sc.Name, count(len(f.Hosts), "host"), f.Source, f.Pattern, count(n, "run"))
+			continue
+		}
 		if f := sc.Fleet; f != nil {
 			fmt.Fprintf(w, "%s: scenario %s is valid: %s (%s), %s: %s in %s; %s per pair, %d in all\n", c.files[i], sc.Name,
 				count(len(f.Hosts), "host"), f.Source, f.Pattern, count(len(f.Pairs), "pair"),

@@ -187,7 +187,7 @@ func (c *serveCmd) run(stderr io.Writer) error {
 		return &exitError{exitEnvironment, err}
 	}
 	served, failed := srv.Stats()
-	log.Info("stopped", "tests", served, "failed", failed)
+	log.Info("stopped", "tests", served, "failed", failed, "checks", srv.Checks())
 	return nil
 }
 

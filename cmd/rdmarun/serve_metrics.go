@@ -27,6 +27,8 @@ var (
 		"Connections the responder gave a test slot and finished with: tests, kept sessions (once for all their runs) and clients that failed before their test.", nil, nil)
 	serveTestsFailedDesc = prometheus.NewDesc("rdmarun_serve_tests_failed_total",
 		"Those of rdmarun_serve_tests_total that ended in an error (a failed test, a client that broke off or failed the handshake).", nil, nil)
+	serveChecksDesc = prometheus.NewDesc("rdmarun_serve_checks_total",
+		"Connections that closed before the client said anything: TCP readiness checks (a wait loop, a tcpSocket probe), not in rdmarun_serve_tests_total.", nil, nil)
 )
 
 // serveStatsCollector reads the responder's counts at scrape time.
@@ -35,12 +37,14 @@ type serveStatsCollector struct{ srv *peer.Server }
 func (c serveStatsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- serveTestsDesc
 	ch <- serveTestsFailedDesc
+	ch <- serveChecksDesc
 }
 
 func (c serveStatsCollector) Collect(ch chan<- prometheus.Metric) {
 	served, failed := c.srv.Stats()
 	ch <- prometheus.MustNewConstMetric(serveTestsDesc, prometheus.CounterValue, float64(served))
 	ch <- prometheus.MustNewConstMetric(serveTestsFailedDesc, prometheus.CounterValue, float64(failed))
+	ch <- prometheus.MustNewConstMetric(serveChecksDesc, prometheus.CounterValue, float64(c.srv.Checks()))
 }
 
 // serveMetrics serves /metrics on c.metricsListen until ctx ends; with no

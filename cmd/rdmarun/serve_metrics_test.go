@@ -4,15 +4,19 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmarun/rdmarun/peer"
 )
 
 // TestServeMetrics: the listener serves the runtime's and the process's
-// metrics (what the soak samples for growth) and the test counts.
+// metrics (what the soak samples for growth) and the test counts; a
+// readiness check (connect and close, as a wait loop does) counts apart,
+// not as a failed test.
 func TestServeMetrics(t *testing.T) {
 	srv, err := peer.NewServer(peer.ServerConfig{Device: "rxe0"})
 	if err != nil {
@@ -24,6 +28,26 @@ func TestServeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	for deadline := time.Now().Add(5 * time.Second); srv.Checks() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	resp, err := http.Get("http://" + addr.String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +58,7 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatalf("GET /metrics: %v %v", resp.Status, err)
 	}
 	for _, want := range []string{"\ngo_goroutines ", "\ngo_threads ", "\nprocess_open_fds ", "\nprocess_resident_memory_bytes ",
-		"\nrdmarun_serve_tests_total 0\n", "\nrdmarun_serve_tests_failed_total 0\n"} {
+		"\nrdmarun_serve_tests_total 0\n", "\nrdmarun_serve_tests_failed_total 0\n", "\nrdmarun_serve_checks_total 1\n"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics has no %q", strings.TrimSpace(want))
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/rdmarun/rdmarun/ctrl"
@@ -23,6 +24,9 @@ type where struct {
 	peerDevice string
 	tokenFile  string
 	tls        ctrl.TLSConfig
+	// waitResponders is --wait-for-responders: how long a fleet run
+	// waits for every host's responder to accept a connection; 0: not.
+	waitResponders time.Duration
 }
 
 // addTLSFlags registers the client's token and TLS flags, shared by run and bench.

@@ -188,6 +188,20 @@ func rdmarunValidate(t *testing.T, file string) (string, error) {
 	return out.String(), err
 }
 
+// rdmarunRunHelp is `rdmarun run --help`: the flags rdmarun run has.
+func rdmarunRunHelp(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, rdmarunBinary(t), "run", "--help")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("rdmarun run --help: %v\n%s", err, out.String())
+	}
+	return out.String()
+}
+
 // TestFleetScenarioChecksCanFail: a case rdmarun does not know, a scenario
 // key the fleet shape does not have, and hosts elsewhere than the
 // headless Service are each refused.

@@ -1,10 +1,12 @@
 package validate
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -142,7 +144,7 @@ func fleetJobProblems(r fleetRender) []string {
 	if ctr.Resources.Requests.Memory().IsZero() || ctr.Resources.Limits.Memory().IsZero() {
 		p.add("memory request or limit unset")
 	}
-	checkFleetCommand(&p, pod, ctr)
+	checkFleetCommand(&p, pod, ctr, spec)
 	return p
 }
 
@@ -195,7 +197,7 @@ func checkFleetSecurity(p *problems, pod corev1.PodSpec, ctr corev1.Container) {
 
 // checkFleetCommand: rdmarun runs the scenario from a read-only mount
 // and writes each report onto a writable mount other than the scenario's.
-func checkFleetCommand(p *problems, pod corev1.PodSpec, ctr corev1.Container) {
+func checkFleetCommand(p *problems, pod corev1.PodSpec, ctr corev1.Container, spec batchv1.JobSpec) {
 	if !slices.Equal(ctr.Command, []string{"/usr/bin/rdmarun"}) {
 		p.add("command %q, want [/usr/bin/rdmarun]", ctr.Command)
 	}
@@ -206,6 +208,7 @@ func checkFleetCommand(p *problems, pod corev1.PodSpec, ctr corev1.Container) {
 	if m := mountOf(ctr, ctr.Args[1]); m == nil || !m.ReadOnly || m.Name != fleetScenarioVolume(pod) {
 		p.add("the scenario %s is not on the read-only scenario volume: %+v", ctr.Args[1], m)
 	}
+	checkFleetWait(p, ctr, spec)
 	for _, flag := range []string{"--json=", "--junit=", "--html="} {
 		i := slices.IndexFunc(ctr.Args, func(a string) bool { return strings.HasPrefix(a, flag) })
 		if i < 0 {
@@ -216,6 +219,26 @@ func checkFleetCommand(p *problems, pod corev1.PodSpec, ctr corev1.Container) {
 		if m := mountOf(ctr, file); m == nil || m.ReadOnly || m.Name == fleetScenarioVolume(pod) {
 			p.add("%s is not on a writable volume of its own: %+v", file, m)
 		}
+	}
+}
+
+// checkFleetWait: the Job waits for the responders that start beside it,
+// for a time that leaves the run most of its deadline.
+func checkFleetWait(p *problems, ctr corev1.Container, spec batchv1.JobSpec) {
+	const flag = "--wait-for-responders="
+	i := slices.IndexFunc(ctr.Args, func(a string) bool { return strings.HasPrefix(a, flag) })
+	if i < 0 {
+		p.add("no %s in args %q: a Job started beside the DaemonSet would test nodes whose responders do not listen yet", strings.TrimSuffix(flag, "="), ctr.Args)
+		return
+	}
+	d, err := time.ParseDuration(strings.TrimPrefix(ctr.Args[i], flag))
+	switch {
+	case err != nil:
+		p.add("%s: %v", ctr.Args[i], err)
+	case d <= 0:
+		p.add("%s waits for nothing", ctr.Args[i])
+	case spec.ActiveDeadlineSeconds != nil && d > time.Duration(*spec.ActiveDeadlineSeconds)*time.Second/2:
+		p.add("%s takes more than half of activeDeadlineSeconds %d", ctr.Args[i], *spec.ActiveDeadlineSeconds)
 	}
 }
 
@@ -292,6 +315,14 @@ func TestFleetJobChecksCatchBreakage(t *testing.T) {
 		},
 		"writable scenario": func(s *batchv1.JobSpec) { ctr(s).VolumeMounts[0].ReadOnly = false },
 		"no junit":          func(s *batchv1.JobSpec) { ctr(s).Args = slices.DeleteFunc(ctr(s).Args, isFlag("--junit=")) },
+		"no wait": func(s *batchv1.JobSpec) {
+			ctr(s).Args = slices.DeleteFunc(ctr(s).Args, isFlag("--wait-for-responders="))
+		},
+		"a wait of nothing": func(s *batchv1.JobSpec) { setFlag(ctr(s), "--wait-for-responders=", "0s") },
+		"a wait not a time": func(s *batchv1.JobSpec) { setFlag(ctr(s), "--wait-for-responders=", "5") },
+		"a wait of the whole deadline": func(s *batchv1.JobSpec) {
+			setFlag(ctr(s), "--wait-for-responders=", fmt.Sprintf("%ds", *s.ActiveDeadlineSeconds))
+		},
 		"report on the scenario volume": func(s *batchv1.JobSpec) {
 			ctr(s).Args = append(slices.DeleteFunc(ctr(s).Args, isFlag("--json=")), "--json=/scenario/report.json")
 		},
@@ -305,6 +336,39 @@ func TestFleetJobChecksCatchBreakage(t *testing.T) {
 				t.Errorf("%s went unnoticed", name)
 			}
 		})
+	}
+}
+
+// setFlag gives the flag of prefix another value.
+func setFlag(c *corev1.Container, prefix, value string) {
+	c.Args = append(slices.DeleteFunc(c.Args, isFlag(prefix)), prefix+value)
+}
+
+// TestFleetJobWait: the wait follows fleetJob.waitForResponders, and ""
+// turns it off; the flags the Job gives rdmarun are all flags of
+// rdmarun run.
+func TestFleetJobWait(t *testing.T) {
+	for value, want := range map[string]string{"90s": "--wait-for-responders=90s", "": ""} {
+		r := renderFleet(t, renderCase{name: "wait " + value, args: append(slices.Clone(fleetJobCase.args), "--set", "fleetJob.waitForResponders="+value)}, kubeVersions[0])
+		args := r.job.Template.Spec.Containers[0].Args
+		i := slices.IndexFunc(args, isFlag("--wait-for-responders="))
+		switch {
+		case want == "" && i >= 0:
+			t.Errorf("waitForResponders %q: args %q, want no wait", value, args)
+		case want != "" && (i < 0 || args[i] != want):
+			t.Errorf("waitForResponders %q: args %q, want %s", value, args, want)
+		}
+	}
+	if _, err := helm(t, append([]string{"template", releaseName, chartDir(t)}, append(slices.Clone(fleetJobCase.args), "--set", "fleetJob.waitForResponders=soon")...)...); err == nil || !strings.Contains(err.Error(), "waitForResponders") {
+		t.Errorf("waitForResponders soon: %v, want the schema to refuse it", err)
+	}
+
+	r := renderFleet(t, fleetJobCase, kubeVersions[0])
+	help := rdmarunRunHelp(t)
+	for _, a := range r.job.Template.Spec.Containers[0].Args {
+		if name, _, _ := strings.Cut(a, "="); strings.HasPrefix(name, "--") && !strings.Contains(help, name+"=") && !strings.Contains(help, name+" ") {
+			t.Errorf("the Job passes %s, which rdmarun run does not have:\n%s", name, help)
+		}
 	}
 }
 

@@ -104,3 +104,67 @@ func TestFleetVMHTMLInChromium(t *testing.T) {
 	}
 	chromium.Screenshot(t, page, "rdmarun-fleet-vm-screenshot.png", "FLEET_VM_SCREENSHOT", "1400,1800", 20000)
 }
+
+// fitScript measures, in the browser, every text of every heat map
+// against the box it must stay in: a cell's text inside its cell (and a
+// value above its mark), any other text unrotated inside its map. It
+// writes what sticks out into the page for the test to read.
+const fitScript = `<script>
+const out = [];
+const inside = (b, r) => b.x >= r.x && b.y >= r.y && b.x + b.width <= r.x + r.width && b.y + b.height <= r.y + r.height;
+for (const svg of document.querySelectorAll('svg.heatmap')) {
+  const box = {x: 0, y: 0, width: svg.width.baseVal.value, height: svg.height.baseVal.value};
+  for (const t of svg.querySelectorAll(':scope > text:not([transform])')) {
+    if (!inside(t.getBBox(), box)) out.push('map text ' + t.textContent);
+  }
+  for (const g of svg.querySelectorAll('g.cell')) {
+    const r = g.querySelector('rect').getBBox();
+    const texts = [...g.querySelectorAll('text')];
+    for (const t of texts) {
+      if (!inside(t.getBBox(), r)) out.push('cell text ' + t.textContent + ' ' + JSON.stringify(t.getBBox()) + ' in ' + JSON.stringify(r));
+    }
+    if (texts.length === 2 && texts[0].getBBox().y + texts[0].getBBox().height > texts[1].getBBox().y) out.push('value over mark ' + texts[0].textContent);
+  }
+}
+const p = document.createElement('pre');
+p.id = 'fit';
+p.textContent = 'measured ' + document.querySelectorAll('svg.heatmap g.cell text').length + ' texts; outside: ' + (out.length ? out.join('; ') : 'none');
+document.body.appendChild(p);
+</script>`
+
+// TestFleetHeatMapFitsInChromium: Chromium's own text metrics keep every
+// heat map text of wideValues, and of the fleet fixture, inside its box.
+func TestFleetHeatMapFitsInChromium(t *testing.T) {
+	wide, _, _ := wideValues(t)
+	for name, r := range map[string]*Report{"wide.html": wide, "fleet.html": fleetFixture(t)} {
+		page := filepath.Join(t.TempDir(), name)
+		var b bytes.Buffer
+		if err := HTML(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		html := strings.Replace(b.String(), "</body>", fitScript+"</body>", 1)
+		if err := os.WriteFile(page, []byte(html), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dom := chromium.DOM(t, page)
+		i := strings.Index(dom, `<pre id="fit">`)
+		if i < 0 {
+			t.Fatalf("%s: the measuring script wrote nothing", name)
+		}
+		got := dom[i+len(`<pre id="fit">`):]
+		got = got[:strings.Index(got, "</pre>")]
+		if !strings.HasSuffix(got, "outside: none") || strings.HasPrefix(got, "measured 0 ") {
+			t.Errorf("%s: %s", name, got)
+		}
+		t.Logf("%s: %s", name, got)
+	}
+	page := filepath.Join(t.TempDir(), "wide-shot.html")
+	var b bytes.Buffer
+	if err := HTML(&b, wide); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chromium.Screenshot(t, page, "rdmarun-fleet-wide-screenshot.png", "FLEET_WIDE_SCREENSHOT", "1400,1200", 20000)
+}

@@ -128,7 +128,7 @@ func heatMap(m fleet.Matrix, lag float64) string {
 			b.WriteString(heatCell(m.Hosts[a], m.Hosts[bi], c, u, lag, left+cw*bi, top+ch*a, cw, ch, dense))
 		}
 	}
-	heatLegend(&b, u, lag, top+ch*n+16, dense)
+	heatLegend(&b, u, lag, top+ch*n+16, dense, !dense && suffixed(m, u))
 	b.WriteString(`</svg>`)
 	return b.String()
 }
@@ -142,8 +142,8 @@ func heatCell(a, b string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h 
 	if c != nil {
 		status = string(c.Status)
 		if c.Value > 0 {
-			value = u.show(c.Value)
-			tip = fmt.Sprintf("%s -> %s: %s %s, %.2fx the fleet median", a, b, value, u.short, c.Ratio)
+			value = cellValue(c.Value * u.scale)
+			tip = fmt.Sprintf("%s -> %s: %s %s, %.2fx the fleet median", a, b, u.show(c.Value), u.short, c.Ratio)
 		} else {
 			value = ""
 			tip = fmt.Sprintf("%s -> %s: no value", a, b)
@@ -188,6 +188,43 @@ func heatCell(a, b string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h 
 	return s.String()
 }
 
+// cellValue is a value in its unit short enough for a cell, five
+// characters at most: two decimals below 100 as the tables print them,
+// fewer above, then k and M with three significant digits, so that a
+// stalled pair's p99 of seconds stays inside its square rather than
+// spilling over its neighbours. The cell's tooltip has it in full.
+func cellValue(v float64) string {
+	switch {
+	case v < 99.995:
+		return fmt.Sprintf("%.2f", v)
+	case v < 999.95:
+		return fmt.Sprintf("%.1f", v)
+	case v < 99999.5:
+		return fmt.Sprintf("%.0f", v)
+	case v < 999.5e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v < 9.995e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v < 99.95e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case v < 999.5e6:
+		return fmt.Sprintf("%.0fM", v/1e6)
+	}
+	return fmt.Sprintf("%.0e", v)
+}
+
+// suffixed reports whether a cell of m prints its value with k or M.
+func suffixed(m fleet.Matrix, u metricUnit) bool {
+	for _, row := range m.Cells {
+		for _, c := range row {
+			if c != nil && c.Value > 0 && strings.ContainsAny(cellValue(c.Value*u.scale), "kMe") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // legendKeys are the heat map's colours and what each means.
 func legendKeys(lag float64) []struct{ fill, label string } {
 	return []struct{ fill, label string }{
@@ -214,10 +251,13 @@ func legendWidth(lag float64) int {
 }
 
 // heatLegend explains the colours and the unit under a heat map.
-func heatLegend(b *strings.Builder, u metricUnit, lag float64, y int, dense bool) {
+func heatLegend(b *strings.Builder, u metricUnit, lag float64, y int, dense, suffixes bool) {
 	hint := ""
 	if dense {
 		hint = "; l, f, e: lag, fail, env; hover a cell for its value"
+	}
+	if suffixes {
+		hint = "; k, M: thousand, million"
 	}
 	fmt.Fprintf(b, `<text x="10" y="%d" class="tick">values in %s; colour: against the fleet median%s</text>`, y, esc(u.long), hint)
 	x := 10

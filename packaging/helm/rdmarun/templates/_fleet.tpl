@@ -83,6 +83,9 @@ template:
           - --json={{ $resultsDir }}/report.json
           - --junit={{ $resultsDir }}/junit.xml
           - --html={{ $resultsDir }}/report.html
+          {{- with $f.waitForResponders }}
+          - --wait-for-responders={{ . }}
+          {{- end }}
         securityContext:
           allowPrivilegeEscalation: false
           readOnlyRootFilesystem: true
