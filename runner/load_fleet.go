@@ -69,7 +69,7 @@ func (l *loader) parseFleetKey(key string, k, v *yaml.Node) {
 	case "hosts":
 		l.parseHosts(d, v)
 	case "devices":
-		if n := resolve(v); n.Kind == yaml.ScalarNode && strings.TrimSpace(n.Value) == autoDevices {
+		if n := yamlerr.Resolve(v); n.Kind == yaml.ScalarNode && strings.TrimSpace(n.Value) == autoDevices {
 			f.AutoDevices = true
 			break
 		}
