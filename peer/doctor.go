@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"syscall"
 	"time"
@@ -55,10 +54,7 @@ const StageDoctor Stage = "asking for its doctor's report"
 // runs. A responder of a release before the request answers with an
 // error, which comes back saying to upgrade it.
 func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*FarReport, error) {
-	addr := cfg.Addr
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, DefaultPort)
-	}
+	addr := ctrl.WithDefaultPort(cfg.Addr)
 	step := cfg.StepTimeout
 	if step == 0 {
 		step = 10 * time.Second

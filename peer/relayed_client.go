@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"syscall"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 // Remote is the responder a relayed test runs against (B), as the relaying
 // responder (A) dials it.
 type Remote struct {
-	Addr     string // host:port; the port defaults to DefaultPort
+	Addr     string // host:port; the port defaults to ctrl.DefaultPort
 	Device   string // B's device; empty: B's default
 	GIDIndex *int   // B's GID index; nil: B's setting
 }
@@ -82,10 +81,7 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*r
 	if err := spec.Ready(); err != nil {
 		return nil, err
 	}
-	addr := cfg.Addr
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, DefaultPort)
-	}
+	addr := ctrl.WithDefaultPort(cfg.Addr)
 	if b.Addr == "" {
 		return nil, errors.New("peer: a relayed test needs the address of the responder to run against (Remote.Addr)")
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"time"
 
@@ -66,9 +65,7 @@ func dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 	}
 	start := time.Now()
 	s := &Session{cfg: cfg, spec: spec, addr: cfg.Addr, step: cfg.StepTimeout, log: cfg.Logger}
-	if _, _, err := net.SplitHostPort(s.addr); err != nil {
-		s.addr = net.JoinHostPort(s.addr, DefaultPort)
-	}
+	s.addr = ctrl.WithDefaultPort(s.addr)
 	if s.step == 0 {
 		s.step = 10 * time.Second
 	}

@@ -62,7 +62,7 @@ func (t TLS) Ctrl() ctrl.TLSConfig {
 
 // defaultResponder is what a responder takes for absent keys.
 var defaultResponder = Responder{
-	Enabled: true, Listen: ":18520", CMPort: peer.DefaultCMPort,
+	Enabled: true, Listen: ":" + ctrl.DefaultPort, CMPort: peer.DefaultCMPort,
 	MaxConcurrent: 4, MaxMemory: "1GiB", maxMemory: 1 << 30, MaxQPs: 64, MaxTest: 10 * time.Minute,
 }
 
