@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/doctor"
@@ -54,31 +51,18 @@ const StageDoctor Stage = "asking for its doctor's report"
 // runs. A responder of a release before the request answers with an
 // error, which comes back saying to upgrade it.
 func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*FarReport, error) {
-	addr := ctrl.WithDefaultPort(cfg.Addr)
-	step := cfg.StepTimeout
-	if step == 0 {
-		step = 10 * time.Second
-	}
-	wrap := func(stage Stage, err error) error { return &Error{Addr: addr, Stage: stage, Err: err} }
-
-	sctx, cancel := context.WithTimeout(ctx, step)
-	defer cancel()
-	nc, err := ctrl.Dial(sctx, addr, cfg.TLS)
+	ch, err := dialControl(ctx, cfg)
 	if err != nil {
-		return nil, wrap(StageConnecting, err)
+		return nil, err
 	}
-	c, err := ctrl.Client(sctx, nc, cfg.Token)
-	if err != nil {
-		nc.Close()
-		return nil, wrap(StageHandshake, err)
-	}
+	c, addr := ch.conn, ch.addr
 	defer c.Close()
 
 	// The answer is bounded by doctorSteps steps, not one: the
 	// responder reads its host (every port's files, and its verbs
 	// listing), which takes seconds on a loaded or emulated host. An
 	// older responder answers at once, so only a silent one waits.
-	rctx, rcancel := context.WithTimeout(ctx, doctorSteps*step)
+	rctx, rcancel := context.WithTimeout(ctx, doctorSteps*ch.step)
 	defer rcancel()
 	var ans doctorReportMsg
 	err = c.Send(rctx, ctrl.KindDoctor, doctorMsg{Device: device, Port: port})
@@ -86,7 +70,7 @@ func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*Fa
 		err = c.Recv(rctx, ctrl.KindDoctorReport, &ans)
 	}
 	if err != nil {
-		return nil, wrap(StageDoctor, olderDoctor(addr, err))
+		return nil, ch.wrap(StageDoctor, olderDoctor(addr, err))
 	}
 	_ = c.Send(rctx, ctrl.KindBye, nil) // a courtesy: the responder waits a step for it at most
 	return &FarReport{Addr: addr, Report: ans.Report, MTUs: ans.MTUs, CM: ans.CM}, nil
@@ -109,7 +93,7 @@ func olderDoctor(addr string, err error) error {
 	switch {
 	case errors.As(err, &re) && (strings.Contains(re.Msg, ctrl.ErrUnknownKind.Error()) || strings.Contains(re.Msg, "want spec or relay")):
 		return fmt.Errorf("the responder at %s is older than the doctor request; upgrade it (it answered: %s)", addr, re.Msg)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+	case hungUp(err):
 		return fmt.Errorf("the responder at %s closed the connection on the doctor request, as a release older than the request does; upgrade it: %w", addr, err)
 	}
 	return err

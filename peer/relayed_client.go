@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"syscall"
 	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
@@ -81,28 +79,14 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*r
 	if err := spec.Ready(); err != nil {
 		return nil, err
 	}
-	addr := ctrl.WithDefaultPort(cfg.Addr)
 	if b.Addr == "" {
 		return nil, errors.New("peer: a relayed test needs the address of the responder to run against (Remote.Addr)")
 	}
-	step := cfg.StepTimeout
-	if step == 0 {
-		step = 10 * time.Second
-	}
-	wrap := func(stage Stage, err error) error { return &Error{Addr: addr, Stage: stage, Err: err} }
-
-	sctx, cancel := context.WithTimeout(ctx, step)
-	nc, err := ctrl.Dial(sctx, addr, cfg.TLS)
-	cancel()
+	ch, err := dialControl(ctx, cfg)
 	if err != nil {
-		return nil, wrap(StageConnecting, err)
+		return nil, err
 	}
-	sctx, cancel = context.WithTimeout(ctx, step)
-	c, err := ctrl.Client(sctx, nc, cfg.Token)
-	cancel()
-	if err != nil {
-		return nil, wrap(StageHandshake, err)
-	}
+	c, addr, step, wrap := ch.conn, ch.addr, ch.step, ch.wrap
 	// Closing is what tells A to stop when ctx ends early.
 	defer c.Close()
 
@@ -111,7 +95,7 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*r
 		Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex,
 		Peer: relayPeer(b),
 	}
-	sctx, cancel = context.WithTimeout(ctx, step)
+	sctx, cancel := context.WithTimeout(ctx, step)
 	err = c.Send(sctx, ctrl.KindRelay, req)
 	var ok relayOKMsg
 	if err == nil {
@@ -165,7 +149,7 @@ func relayWait(spec rdma.Test, step, within time.Duration) time.Duration {
 // olderResponder explains a responder that hung up on the relay request
 // without a word: what a build before relayed tests does.
 func olderResponder(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+	if hungUp(err) {
 		return fmt.Errorf("%w (it closed the connection on the relay request: a responder of an rdmarun release before relayed tests (relay version %d) does that; upgrade it)", err, RelayVersion)
 	}
 	return err
