@@ -137,10 +137,5 @@ func (s *Server) doctorEnv() doctor.Env {
 	if s.cfg.DoctorEnv != nil {
 		return s.cfg.DoctorEnv()
 	}
-	env := doctor.HostEnv()
-	if devs, err := rdma.Devices(); err == nil {
-		env.PortMTU = doctor.MTUsOf(devs)
-		env.Verbs = devs
-	}
-	return env
+	return doctor.HostEnv().WithVerbs(rdma.Devices)
 }

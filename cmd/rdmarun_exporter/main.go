@@ -243,12 +243,7 @@ func run(args []string) int {
 // doctorEnv is the host the doctor checks, with the ports' MTUs from the
 // verbs interface (which sysfs lacks), read afresh for every run.
 func doctorEnv(sysfsRoot string) doctor.Env {
-	env := doctorcollector.EnvFor(sysfsRoot)
-	if devs, err := rdma.Devices(); err == nil {
-		env.PortMTU = doctor.MTUsOf(devs)
-		env.Verbs = devs
-	}
-	return env
+	return doctorcollector.EnvFor(sysfsRoot).WithVerbs(rdma.Devices)
 }
 
 // activeDevice is the first device with an ACTIVE port 1, or "".
