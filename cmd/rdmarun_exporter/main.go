@@ -252,10 +252,6 @@ func activeDevice() string {
 	if err != nil {
 		return ""
 	}
-	for _, d := range devs {
-		if p, err := d.Port(1); err == nil && p.State == "ACTIVE" {
-			return d.Name
-		}
-	}
-	return ""
+	name, _ := rdma.FirstActive(devs, 1)
+	return name
 }
