@@ -11,6 +11,11 @@ import (
 // planner, so that every package naming it shares this one constant.
 const DefaultPort = "18520"
 
+// DefaultCMPort is where rdmarun serve listens for rdma_cm connections
+// unless told otherwise: the control port's neighbour. On iWARP it is a
+// real TCP port, which a firewall must let through like the control port.
+const DefaultCMPort = 18521
+
 // WithDefaultPort returns addr as the host:port to dial, DefaultPort
 // standing in for a missing port. A bare IPv6 address takes it too,
 // written with or without brackets ("fd00::3", "[fd00::3]"), since a
