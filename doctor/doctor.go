@@ -17,9 +17,15 @@ type target struct {
 	// pci is the device's PCI function directory, or "" for a device on
 	// no PCI bus (soft-RoCE).
 	pci string
-	// netdev is the Ethernet interface RoCE traffic leaves by; "" on
-	// InfiniBand or when none is found.
+	// netdev is the Ethernet interface the port's RoCE traffic leaves
+	// by: that of the GID a test chooses, so a VLAN interface for a VLAN
+	// GID, whose MTU bounds the packets. "" on InfiniBand, iWARP, or when
+	// none is found.
 	netdev string
+	// portNetdev is the port's own netdev (sysfs.PortNetdev): under a
+	// VLAN its parent, which holds the driver's ECN switches, the DCB
+	// settings and the pause counters a VLAN interface does not have.
+	portNetdev string
 }
 
 func (t *target) portCheck(name, expected string) Check {
@@ -72,7 +78,7 @@ func Run(env Env) Report {
 			}
 			t := &target{env: env, dev: dev, port: &dev.Ports[i], pci: pci}
 			t.counters, _ = sysfs.ReadPort(root, dev.Name, t.port.Num, sysfs.Counters)
-			t.netdev = netdevOf(env, root, t)
+			t.netdev, t.portNetdev = netdevsOf(root, t)
 			if first {
 				// The device's checks need a port for the PCIe
 				// bandwidth against the link rate; the first one
@@ -109,22 +115,17 @@ func Run(env Env) Report {
 	return r
 }
 
-// netdevOf finds the netdev of a RoCE port: the one its chosen GID sits
-// on, else the software device's parent, else the PCI function's only
-// netdev.
-func netdevOf(env Env, root string, t *target) string {
+// netdevsOf finds a RoCE port's two netdevs, which differ under a VLAN:
+// the one its traffic leaves by, the chosen GID's own (as the verbs
+// listing or sysfs names it), and the port's own, which sysfs decides.
+// Without a chosen GID's, the traffic's is the port's.
+func netdevsOf(root string, t *target) (traffic, port string) {
 	if !t.roce() {
-		return ""
+		return "", ""
 	}
+	port = sysfs.PortNetdev(root, t.dev.Name, t.port.Num)
 	if g, err := t.port.SelectGID(rdma.AutoGIDIndex); err == nil && g.Netdev != "" {
-		return g.Netdev
+		return g.Netdev, port
 	}
-	if t.dev.Parent != "" {
-		return t.dev.Parent
-	}
-	entries, err := os.ReadDir(filepath.Join(root, t.dev.Name, "device", "net"))
-	if err == nil && len(entries) == 1 {
-		return entries[0].Name()
-	}
-	return ""
+	return port, port
 }

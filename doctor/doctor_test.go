@@ -26,6 +26,9 @@ var fixtures = []struct {
 	{"mlx5-ib", nil},
 	{"rxe", nil},
 	{"siw", nil},
+	// mlx5-roce with its IPv4 address on VLAN 100 only, whose interface
+	// has an MTU of 1500 under the parent's 9000.
+	{"mlx5-vlan", []string{"mtu.netdev"}},
 	// PCIe x8 of x16, MTU 1500 on the netdev under an active MTU of 4096,
 	// governor powersave, memlock 64 KiB.
 	{"broken", []string{"cpu.governor", "limits.memlock", "mtu.netdev", "pcie.width"}},
@@ -93,6 +96,35 @@ func TestIWARPNotJudgedAsRoCE(t *testing.T) {
 	}
 	if c := statusOf(t, runFixture(t, "mlx5-roce"), "device.transport"); c.Status != OK || c.Found != "RoCE" {
 		t.Errorf("device.transport on mlx5-roce: %s %q, want ok RoCE", c.Status, c.Found)
+	}
+}
+
+// TestVLANNetdevs: on a port whose chosen GID sits on a VLAN, the MTU
+// checks read the VLAN interface, which the traffic leaves by, and the
+// congestion checks the port's own netdev under it, which alone has the
+// ECN switches and the pause counters.
+func TestVLANNetdevs(t *testing.T) {
+	r := runFixture(t, "mlx5-vlan")
+	for _, tc := range []struct {
+		check  string
+		status Status
+		names  string // the netdev its finding or fix names
+	}{
+		{"mtu.netdev", Fail, "ens1f0np0.100 MTU 1500"},
+		{"gid.roce_v2_ipv4", OK, ""},
+		{"roce.ecn", OK, ""},
+		{"roce.pfc", CannotTell, "dev ens1f0np0`"},
+		{"roce.trust", CannotTell, "dev ens1f0np0`"},
+		{"roce.pause", OK, ""},
+	} {
+		c := statusOf(t, r, tc.check)
+		if c.Status != tc.status || !strings.Contains(c.Found+" "+c.Fix, tc.names) {
+			t.Errorf("%s: %s %q (fix %q), want %s naming %q", tc.check, c.Status, c.Found, c.Fix, tc.status, tc.names)
+		}
+	}
+	ms := MTUs(Env{Sys: filepath.Join("testdata", "mlx5-vlan", "sys")})
+	if len(ms) != 1 || ms[0].Netdev != "ens1f0np0.100" || ms[0].NetdevMTU != 1500 {
+		t.Errorf("MTUs for the far end: %+v, want the VLAN interface's 1500", ms)
 	}
 }
 

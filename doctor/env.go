@@ -46,6 +46,20 @@ func HostEnv() Env {
 	return Env{Sys: "/sys", Proc: "/proc", Dev: "/dev", Ethtool: ethtool.Stats}
 }
 
+// WithVerbs is env with what only the verbs interface knows: each port's
+// MTUs, which sysfs has no file for, and the GID tables, which spare the
+// doctor reading sysfs's slot by slot. list is rdma.Devices, or what
+// stands in for it in a test; when it fails (no libibverbs, a build
+// without cgo) env comes back as it was, and the MTU checks say
+// cannot_tell.
+func (env Env) WithVerbs(list func() ([]rdma.Device, error)) Env {
+	if devs, err := list(); err == nil {
+		env.PortMTU = mtusOf(devs)
+		env.Verbs = devs
+	}
+	return env
+}
+
 // EnvAt is a host's files saved under root: root/sys, root/proc and
 // root/dev as on the host; root/devices.json, the output of `rdmarun
 // devices --json` there, for the ports' MTUs; and root/ethtool/NETDEV,
@@ -65,7 +79,7 @@ func EnvAt(root string) (Env, error) {
 		if err := json.Unmarshal(b, &saved); err != nil {
 			return env, errors.New(filepath.Join(root, "devices.json") + ": " + err.Error())
 		}
-		env.PortMTU = MTUsOf(saved.Devices)
+		env.PortMTU = mtusOf(saved.Devices)
 	case !errors.Is(err, fs.ErrNotExist):
 		return env, err
 	}
@@ -85,9 +99,9 @@ func EnvAt(root string) (Env, error) {
 	return env, nil
 }
 
-// MTUsOf answers Env.PortMTU from devices as the verbs interface lists
+// mtusOf answers Env.PortMTU from devices as the verbs interface lists
 // them (rdma.Devices).
-func MTUsOf(devs []rdma.Device) func(string, int) (int, int, bool) {
+func mtusOf(devs []rdma.Device) func(string, int) (int, int, bool) {
 	return func(device string, port int) (int, int, bool) {
 		for _, d := range devs {
 			if d.Name != device {

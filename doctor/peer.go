@@ -34,7 +34,8 @@ func MTUs(env Env) []PortMTU {
 				continue
 			}
 			t := &target{env: env, dev: dev, port: &dev.Ports[i]}
-			m := PortMTU{Device: dev.Name, Port: t.port.Num, Netdev: netdevOf(env, root, t)}
+			m := PortMTU{Device: dev.Name, Port: t.port.Num}
+			m.Netdev, _ = netdevsOf(root, t)
 			if m.Netdev != "" {
 				if s, err := read(env.Sys, "class", "net", m.Netdev, "mtu"); err == nil {
 					m.NetdevMTU, _ = strconv.Atoi(s)

@@ -56,11 +56,11 @@ func checkECN(t *target) Check {
 		c.Status, c.Found = NotApplicable, na
 		return c
 	}
-	if t.netdev == "" {
+	if t.portNetdev == "" {
 		c.Status, c.Found = CannotTell, "no netdev found for the port"
 		return c
 	}
-	dir := filepath.Join(t.env.Sys, "class", "net", t.netdev, "ecn")
+	dir := filepath.Join(t.env.Sys, "class", "net", t.portNetdev, "ecn")
 	if _, err := os.Stat(dir); err != nil {
 		c.Status, c.Found = CannotTell, "not in sysfs for driver "+t.dev.Driver
 		c.Fix = "read it with the vendor's tools; mlx5 with MLNX_OFED shows it in /sys/class/net/NETDEV/ecn"
@@ -79,7 +79,7 @@ func checkECN(t *target) Check {
 	}
 	c.Status = Warn
 	c.Cost = "without ECN, congestion shows as pause frames (PFC) or drops and retransmits"
-	c.Fix = fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_np/enable/PRIO and roce_rp/enable/PRIO for the RoCE priority", t.netdev)
+	c.Fix = fmt.Sprintf("echo 1 > /sys/class/net/%s/ecn/roce_np/enable/PRIO and roce_rp/enable/PRIO for the RoCE priority", t.portNetdev)
 	return c
 }
 
@@ -137,7 +137,7 @@ func checkPFC(t *target) Check {
 		return c
 	}
 	c.Status, c.Found = CannotTell, "in the DCB netlink interface, not in a file"
-	c.Fix = fmt.Sprintf("`dcb pfc show dev %s` (iproute2)", orNetdev(t.netdev))
+	c.Fix = fmt.Sprintf("`dcb pfc show dev %s` (iproute2)", orNetdev(t.portNetdev))
 	return c
 }
 
@@ -150,7 +150,7 @@ func checkTrust(t *target) Check {
 		return c
 	}
 	c.Status, c.Found = CannotTell, "in the DCB netlink interface, not in a file"
-	c.Fix = fmt.Sprintf("`dcb app show dev %s` (iproute2) shows the DSCP map", orNetdev(t.netdev))
+	c.Fix = fmt.Sprintf("`dcb app show dev %s` (iproute2) shows the DSCP map", orNetdev(t.portNetdev))
 	return c
 }
 
@@ -179,16 +179,16 @@ func checkPause(t *target) Check {
 		c.Status, c.Found = NotApplicable, na
 		return c
 	}
-	if t.netdev == "" {
+	if t.portNetdev == "" {
 		c.Status, c.Found = CannotTell, "no netdev found for the port"
 		return c
 	}
 	if t.env.Ethtool == nil {
 		c.Status, c.Found = CannotTell, "ethtool statistics need an ioctl or netlink, which the doctor does not use"
-		c.Fix = fmt.Sprintf("`ethtool -S %s | grep -E 'pause|pfc'`", t.netdev)
+		c.Fix = fmt.Sprintf("`ethtool -S %s | grep -E 'pause|pfc'`", t.portNetdev)
 		return c
 	}
-	stats, err := t.env.Ethtool(t.netdev)
+	stats, err := t.env.Ethtool(t.portNetdev)
 	if err != nil {
 		c.Status, c.Found = CannotTell, "ethtool statistics: "+err.Error()
 		return c

@@ -4,7 +4,7 @@
 // machine that reaches every host's rdmarun serve) drives the run; this
 // package only plans it and judges it.
 //
-// Hosts. A Host is a name, the host:port of its serve (DefaultPort when
+// Hosts. A Host is a name, the host:port of its serve (ctrl.DefaultPort when
 // none is given) and optionally its RDMA devices. ParseHostfile reads a
 // hostfile, one host per line, accepting MPI's slots= so an existing MPI
 // hostfile works; SlurmHosts expands a Slurm node list with Slurm's own

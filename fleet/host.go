@@ -8,12 +8,9 @@ import (
 	"net"
 	"strconv"
 	"strings"
-)
 
-// DefaultPort is where rdmarun serve listens unless told otherwise. It is
-// peer.DefaultPort, repeated so this package stays free of the verbs core
-// (a test keeps the two equal).
-const DefaultPort = "18520"
+	"github.com/rdmarun/rdmarun/ctrl"
+)
 
 // Host is one machine of a fleet, reached through its rdmarun serve.
 type Host struct {
@@ -21,7 +18,7 @@ type Host struct {
 	// port only when one was given.
 	Name string `json:"name"`
 	// Addr is host:port of its rdmarun serve; empty means Name, and a
-	// missing port means DefaultPort.
+	// missing port means ctrl.DefaultPort.
 	Addr string `json:"addr"`
 	// Devices are the RDMA devices to test on this host; empty means the
 	// serve's default device. Rail patterns pair Devices[i] with the
@@ -35,10 +32,7 @@ func (h Host) DialAddr() string {
 	if addr == "" {
 		addr = h.Name
 	}
-	if _, _, err := net.SplitHostPort(addr); err == nil {
-		return addr
-	}
-	return net.JoinHostPort(strings.Trim(addr, "[]"), DefaultPort)
+	return ctrl.WithDefaultPort(addr)
 }
 
 // ParseHostfile reads one host per line:
@@ -150,7 +144,7 @@ func ParseHost(spec string) (Host, error) {
 			return Host{}, fmt.Errorf("%q is not an IPv6 address; brackets are only for IPv6", host)
 		}
 		if rest == "" {
-			return Host{Name: host, Addr: net.JoinHostPort(host, DefaultPort)}, nil
+			return Host{Name: host, Addr: net.JoinHostPort(host, ctrl.DefaultPort)}, nil
 		}
 		if !strings.HasPrefix(rest, ":") {
 			return Host{}, fmt.Errorf("%q: expected :PORT after ], as in [IPV6]:PORT", spec)
@@ -162,7 +156,7 @@ func ParseHost(spec string) (Host, error) {
 		return Host{Name: net.JoinHostPort(host, port), Addr: net.JoinHostPort(host, port)}, nil
 	case strings.Count(spec, ":") > 1:
 		if ip := net.ParseIP(spec); ip != nil {
-			return Host{Name: spec, Addr: net.JoinHostPort(spec, DefaultPort)}, nil
+			return Host{Name: spec, Addr: net.JoinHostPort(spec, ctrl.DefaultPort)}, nil
 		}
 		return Host{}, fmt.Errorf("%q has several colons but is not an IPv6 address; write [IPV6]:PORT", spec)
 	case strings.Contains(spec, ":"):
@@ -175,7 +169,7 @@ func ParseHost(spec string) (Host, error) {
 		return Host{}, err
 	}
 	if port == "" {
-		return Host{Name: host, Addr: net.JoinHostPort(host, DefaultPort)}, nil
+		return Host{Name: host, Addr: net.JoinHostPort(host, ctrl.DefaultPort)}, nil
 	}
 	return Host{Name: spec, Addr: spec}, nil
 }

@@ -14,7 +14,7 @@ import (
 
 // ClientConfig says where the local end is and how to reach the responder.
 type ClientConfig struct {
-	Addr     string // host:port of rdmarun serve; the port defaults to DefaultPort
+	Addr     string // host:port of rdmarun serve; the port defaults to ctrl.DefaultPort
 	Token    string
 	TLS      *tls.Config
 	Device   string // local device

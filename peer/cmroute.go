@@ -14,11 +14,6 @@ import (
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
-// DefaultCMPort is where rdmarun serve listens for rdma_cm connections
-// unless told otherwise: the control port's neighbour. On iWARP it is a
-// real TCP port, which a firewall must let through like the control port.
-const DefaultCMPort = 18521
-
 // A client's connect request names the session it belongs to and the QP
 // it connects: cmMagic, the nonce the responder gave that session over
 // the authenticated control channel, and the QP's index (little endian).

@@ -5,11 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/doctor"
@@ -71,34 +67,18 @@ func Doctor(ctx context.Context, cfg ClientConfig, device string, port int) (*Fa
 // askDoctor sends a doctor request and returns the answer, with the
 // address asked.
 func askDoctor(ctx context.Context, cfg ClientConfig, req doctorMsg) (*doctorReportMsg, string, error) {
-	addr := cfg.Addr
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, DefaultPort)
-	}
-	step := cfg.StepTimeout
-	if step == 0 {
-		step = 10 * time.Second
-	}
-	wrap := func(stage Stage, err error) error { return &Error{Addr: addr, Stage: stage, Err: err} }
-
-	sctx, cancel := context.WithTimeout(ctx, step)
-	defer cancel()
-	nc, err := ctrl.Dial(sctx, addr, cfg.TLS)
+	ch, err := dialControl(ctx, cfg)
 	if err != nil {
-		return nil, addr, wrap(StageConnecting, err)
+		return nil, "", err
 	}
-	c, err := ctrl.Client(sctx, nc, cfg.Token)
-	if err != nil {
-		nc.Close()
-		return nil, addr, wrap(StageHandshake, err)
-	}
+	c, addr := ch.conn, ch.addr
 	defer c.Close()
 
 	// The answer is bounded by doctorSteps steps, not one: the
 	// responder reads its host (every port's files, and its verbs
 	// listing), which takes seconds on a loaded or emulated host. An
 	// older responder answers at once, so only a silent one waits.
-	rctx, rcancel := context.WithTimeout(ctx, doctorSteps*step)
+	rctx, rcancel := context.WithTimeout(ctx, doctorSteps*ch.step)
 	defer rcancel()
 	var ans doctorReportMsg
 	err = c.Send(rctx, ctrl.KindDoctor, req)
@@ -106,7 +86,7 @@ func askDoctor(ctx context.Context, cfg ClientConfig, req doctorMsg) (*doctorRep
 		err = c.Recv(rctx, ctrl.KindDoctorReport, &ans)
 	}
 	if err != nil {
-		return nil, addr, wrap(StageDoctor, olderDoctor(addr, err))
+		return nil, addr, ch.wrap(StageDoctor, olderDoctor(addr, err))
 	}
 	_ = c.Send(rctx, ctrl.KindBye, nil) // a courtesy: the responder waits a step for it at most
 	return &ans, addr, nil
@@ -129,7 +109,7 @@ func olderDoctor(addr string, err error) error {
 	switch {
 	case errors.As(err, &re) && (strings.Contains(re.Msg, ctrl.ErrUnknownKind.Error()) || strings.Contains(re.Msg, "want spec or relay")):
 		return fmt.Errorf("the responder at %s is older than the doctor request; upgrade it (it answered: %s)", addr, re.Msg)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+	case hungUp(err):
 		return fmt.Errorf("the responder at %s closed the connection on the doctor request, as a release older than the request does; upgrade it: %w", addr, err)
 	}
 	return err
@@ -183,10 +163,5 @@ func (s *Server) doctorEnv() doctor.Env {
 	if s.cfg.DoctorEnv != nil {
 		return s.cfg.DoctorEnv()
 	}
-	env := doctor.HostEnv()
-	if devs, err := rdma.Devices(); err == nil {
-		env.PortMTU = doctor.MTUsOf(devs)
-		env.Verbs = devs
-	}
-	return env
+	return doctor.HostEnv().WithVerbs(rdma.Devices)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/rdma"
@@ -24,10 +23,7 @@ func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rd
 		return nil, errors.New("peer: a multicast run needs a group (multicast) and at least one receiver")
 	}
 	spec = spec.WithGroup()
-	step := cfg.StepTimeout
-	if step == 0 {
-		step = 10 * time.Second
-	}
+	step := cfg.step()
 	ep, err := rdma.NewEndpoint(rdma.SpecConfig(spec, rdma.EndpointConfig{Device: cfg.Device, Port: cfg.Port, GIDIndex: cfg.GIDIndex, SkipPortCounters: cfg.SkipPortCounters}))
 	if err != nil {
 		return nil, err
@@ -68,7 +64,7 @@ func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rd
 	side.Start()
 	conns, names := make([]*ctrl.Conn, len(ss)), make([]string, len(ss))
 	for i, s := range ss {
-		conns[i], names[i] = s.c, s.addr
+		conns[i], names[i] = s.conn, s.addr
 	}
 	if err := relayAll(ctx, conns, names, side, step, spec.StallLimit()); err != nil {
 		return nil, rdma.FirstError(sideErr(side), err)
@@ -83,7 +79,7 @@ func RunMulticast(ctx context.Context, cfg ClientConfig, addrs []string, spec rd
 	for _, s := range ss {
 		rctx, cancel := context.WithTimeout(ctx, step+spec.StallLimit())
 		var theirs resultMsg
-		err := s.c.Recv(rctx, ctrl.KindResult, &theirs)
+		err := s.conn.Recv(rctx, ctrl.KindResult, &theirs)
 		cancel()
 		switch {
 		case err != nil:

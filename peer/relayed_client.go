@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
-	"syscall"
 	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
@@ -17,7 +14,7 @@ import (
 // Remote is the responder a relayed test runs against (B), as the relaying
 // responder (A) dials it.
 type Remote struct {
-	Addr     string // host:port; the port defaults to DefaultPort
+	Addr     string // host:port; the port defaults to ctrl.DefaultPort
 	Device   string // B's device; empty: B's default
 	GIDIndex *int   // B's GID index; nil: B's setting
 }
@@ -93,31 +90,14 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*R
 	if err := spec.Ready(); err != nil {
 		return nil, err
 	}
-	addr := cfg.Addr
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, DefaultPort)
-	}
 	if b.Addr == "" {
 		return nil, errors.New("peer: a relayed test needs the address of the responder to run against (Remote.Addr)")
 	}
-	step := cfg.StepTimeout
-	if step == 0 {
-		step = 10 * time.Second
-	}
-	wrap := func(stage Stage, err error) error { return &Error{Addr: addr, Stage: stage, Err: err} }
-
-	sctx, cancel := context.WithTimeout(ctx, step)
-	nc, err := ctrl.Dial(sctx, addr, cfg.TLS)
-	cancel()
+	ch, err := dialControl(ctx, cfg)
 	if err != nil {
-		return nil, wrap(StageConnecting, err)
+		return nil, err
 	}
-	sctx, cancel = context.WithTimeout(ctx, step)
-	c, err := ctrl.Client(sctx, nc, cfg.Token)
-	cancel()
-	if err != nil {
-		return nil, wrap(StageHandshake, err)
-	}
+	c, addr, step, wrap := ch.conn, ch.addr, ch.step, ch.wrap
 	// Closing is what tells A to stop when ctx ends early.
 	defer c.Close()
 
@@ -126,7 +106,7 @@ func RunVia(ctx context.Context, cfg ClientConfig, b Remote, spec rdma.Test) (*R
 		Device: cfg.PeerDevice, GIDIndex: cfg.PeerGIDIndex,
 		Peer: relayPeer(b),
 	}
-	sctx, cancel = context.WithTimeout(ctx, step)
+	sctx, cancel := context.WithTimeout(ctx, step)
 	err = c.Send(sctx, ctrl.KindRelay, req)
 	var ok relayOKMsg
 	if err == nil {
@@ -185,7 +165,7 @@ func relayWait(spec rdma.Test, step, within time.Duration) time.Duration {
 // olderResponder explains a responder that hung up on the relay request
 // without a word: what a build before relayed tests does.
 func olderResponder(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+	if hungUp(err) {
 		return fmt.Errorf("%w (it closed the connection on the relay request: a responder of an rdmarun release before relayed tests (relay version %d) does that; upgrade it)", err, RelayVersion)
 	}
 	return err

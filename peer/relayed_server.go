@@ -139,9 +139,7 @@ func relayAddr(addr string) (string, error) {
 	if addr == "" {
 		return "", errors.New("the relay request names no peer address")
 	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		addr = net.JoinHostPort(addr, DefaultPort)
-	}
+	addr = ctrl.WithDefaultPort(addr)
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || host == "" || port == "" {
 		return "", fmt.Errorf("the relay request's peer address %q is not host:port", addr)

@@ -49,7 +49,7 @@ func TestRelayMsgEncoding(t *testing.T) {
 }
 
 func TestRelayAddr(t *testing.T) {
-	for in, want := range map[string]string{"h": "h:" + DefaultPort, "h:1": "h:1", "[::1]:2": "[::1]:2", "": "", ":5": ""} {
+	for in, want := range map[string]string{"h": "h:" + ctrl.DefaultPort, "h:1": "h:1", "[::1]:2": "[::1]:2", "": "", ":5": ""} {
 		got, err := relayAddr(in)
 		if got != want || (err != nil) != (want == "") {
 			t.Errorf("relayAddr(%q) = %q, %v; want %q", in, got, err, want)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"time"
 
@@ -19,13 +18,11 @@ import (
 // again and again, each run costing only its own traffic, as a prober
 // that tests the same peer every few seconds needs; any other runs once.
 type Session struct {
+	control
 	cfg  ClientConfig
 	spec rdma.Test
-	addr string
-	step time.Duration
 	log  *slog.Logger
 	ep   *rdma.Endpoint
-	c    *ctrl.Conn
 	peer rdma.EndpointInfo
 	// idle is how long the responder keeps the session between runs;
 	// 0: it serves one run.
@@ -65,13 +62,7 @@ func dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 		keep = 0 // its one run is the connecting; another needs new connections
 	}
 	start := time.Now()
-	s := &Session{cfg: cfg, spec: spec, addr: cfg.Addr, step: cfg.StepTimeout, log: cfg.Logger}
-	if _, _, err := net.SplitHostPort(s.addr); err != nil {
-		s.addr = net.JoinHostPort(s.addr, DefaultPort)
-	}
-	if s.step == 0 {
-		s.step = 10 * time.Second
-	}
+	s := &Session{cfg: cfg, spec: spec, log: cfg.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -92,18 +83,9 @@ func dial(ctx context.Context, cfg ClientConfig, spec rdma.Test, keep time.Durat
 	}
 	log.Debug("local endpoint ready", "device", cfg.Device, "gid", s.ep.Info().GID.String(), "qps", len(s.ep.Info().QPNs), "spec", spec.String(), "after", since())
 
-	sctx, cancel := s.stepCtx(ctx)
-	nc, err := ctrl.Dial(sctx, s.addr, cfg.TLS)
-	cancel()
-	if err != nil {
-		return nil, s.wrap(StageConnecting, err)
-	}
-	sctx, cancel = s.stepCtx(ctx)
-	s.c, err = ctrl.Client(sctx, nc, cfg.Token)
-	cancel()
-	if err != nil {
-		nc.Close()
-		return nil, s.wrap(StageHandshake, err)
+	if s.control, err = dialControl(ctx, cfg); err != nil {
+		log.Debug("failed", "err", err)
+		return nil, err
 	}
 	log.Debug("control channel up", "responder", s.addr, "tls", cfg.TLS != nil, "after", since())
 
@@ -183,7 +165,7 @@ func (s *Session) Usable() bool {
 	if s.closed || s.broken || s.idle == 0 || time.Since(s.last) > s.idle-margin {
 		return false
 	}
-	if err := s.c.Quiet(); err != nil {
+	if err := s.conn.Quiet(); err != nil {
 		s.log.Debug("session no longer usable", "responder", s.addr, "err", err)
 		s.broken = true
 		return false
@@ -238,7 +220,7 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 	if s.folded {
 		return s.finishFolded(ctx, side, since)
 	}
-	if err := relay(ctx, s.c, side, s.step, s.spec.StallLimit()); err != nil {
+	if err := relay(ctx, s.conn, side, s.step, s.spec.StallLimit()); err != nil {
 		var said *ctrl.RemoteError
 		if errors.As(err, &said) {
 			// The responder stopped the test and said why (its
@@ -255,7 +237,7 @@ func (s *Session) run(ctx context.Context) (*rdma.Result, error) {
 	// draining, so allow it the stall deadline on top of a step.
 	rctx, cancel := context.WithTimeout(ctx, s.step+s.spec.StallLimit())
 	var theirRes resultMsg
-	err = s.c.Recv(rctx, ctrl.KindResult, &theirRes)
+	err = s.conn.Recv(rctx, ctrl.KindResult, &theirRes)
 	cancel()
 	if err != nil {
 		var said *ctrl.RemoteError
@@ -292,7 +274,7 @@ func (s *Session) connectResult(ctx context.Context) (*rdma.Result, error) {
 // finishFolded ends a folded run (fold.go): the responder's Result is
 // read while this side runs, as the news that the responder is done.
 func (s *Session) finishFolded(ctx context.Context, side *rdma.SideRun, since func() string) (*rdma.Result, error) {
-	theirRes, err := runFolded(ctx, s.c, side, s.step, s.spec.StallLimit())
+	theirRes, err := runFolded(ctx, s.conn, side, s.step, s.spec.StallLimit())
 	if err != nil {
 		var said *ctrl.RemoteError
 		if errors.As(err, &said) {
@@ -341,11 +323,11 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
-	if s.c != nil {
+	if s.conn != nil {
 		if s.idle > 0 && !s.broken {
 			s.bye(context.Background())
 		}
-		s.c.Close()
+		s.conn.Close()
 	}
 	if s.shared {
 		return nil
@@ -357,7 +339,7 @@ func (s *Session) Close() error {
 // step.
 func (s *Session) bye(ctx context.Context) {
 	bctx, cancel := s.stepCtx(ctx)
-	_ = s.c.Send(bctx, ctrl.KindBye, nil)
+	_ = s.conn.Send(bctx, ctrl.KindBye, nil)
 	cancel()
 }
 
@@ -367,13 +349,13 @@ func (s *Session) stepCtx(ctx context.Context) (context.Context, context.CancelF
 
 func (s *Session) wrap(stage Stage, err error) error {
 	s.log.Debug("failed", "stage", stage, "err", err)
-	return &Error{Addr: s.addr, Stage: stage, Err: asBusy(err)}
+	return s.control.wrap(stage, err)
 }
 
 func (s *Session) send(ctx context.Context, stage Stage, k ctrl.Kind, v any) error {
 	sctx, cancel := s.stepCtx(ctx)
 	defer cancel()
-	if err := s.c.Send(sctx, k, v); err != nil {
+	if err := s.conn.Send(sctx, k, v); err != nil {
 		return s.wrap(stage, err)
 	}
 	return nil
@@ -382,7 +364,7 @@ func (s *Session) send(ctx context.Context, stage Stage, k ctrl.Kind, v any) err
 func (s *Session) recv(ctx context.Context, stage Stage, k ctrl.Kind, v any) error {
 	sctx, cancel := s.stepCtx(ctx)
 	defer cancel()
-	if err := s.c.Recv(sctx, k, v); err != nil {
+	if err := s.conn.Recv(sctx, k, v); err != nil {
 		return s.wrap(stage, err)
 	}
 	return nil

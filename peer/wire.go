@@ -28,9 +28,6 @@ import (
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
-// DefaultPort is where rdmarun serve listens unless told otherwise.
-const DefaultPort = "18520"
-
 // specMsg asks the responder to set up its side of a test.
 type specMsg struct {
 	// Spec is the client's complete test, every setting given; the

@@ -108,6 +108,22 @@ func (d *Device) Port(n int) (*Port, error) {
 	return nil, fmt.Errorf("device %s has no port %d (ports: %s)", d.Name, n, d.portList())
 }
 
+// Active reports whether the port can carry traffic: its state is
+// ACTIVE, not DOWN, INIT or ARMED.
+func (p *Port) Active() bool { return p.State == "ACTIVE" }
+
+// FirstActive is the first of devs whose port numbered port is active:
+// the device a command takes when none is named. ok is false when no
+// device has one.
+func FirstActive(devs []Device, port int) (name string, ok bool) {
+	for i := range devs {
+		if p, err := devs[i].Port(port); err == nil && p.Active() {
+			return devs[i].Name, true
+		}
+	}
+	return "", false
+}
+
 func (d *Device) portList() string {
 	var s []string
 	for _, p := range d.Ports {

@@ -110,6 +110,32 @@ func TestDevicePortMissing(t *testing.T) {
 	}
 }
 
+// TestFirstActive: the first device, in the listing's order, whose port
+// of that number is ACTIVE; a device without the port is passed over.
+func TestFirstActive(t *testing.T) {
+	devs := []Device{
+		{Name: "mlx5_0", Ports: []Port{{Num: 1, State: "DOWN"}, {Num: 2, State: "ACTIVE"}}},
+		{Name: "rxe0", Ports: []Port{{Num: 1, State: "ACTIVE"}}},
+		{Name: "mlx5_1", Ports: []Port{{Num: 1, State: "ACTIVE"}, {Num: 2, State: "INIT"}}},
+	}
+	for _, tc := range []struct {
+		devs []Device
+		port int
+		want string // "" for none
+	}{
+		{devs, 1, "rxe0"},
+		{devs, 2, "mlx5_0"},
+		{devs, 3, ""},
+		{devs[2:], 2, ""},
+		{nil, 1, ""},
+	} {
+		name, ok := FirstActive(tc.devs, tc.port)
+		if name != tc.want || ok != (tc.want != "") {
+			t.Errorf("FirstActive(%d devices, port %d) = %q, %v; want %q", len(tc.devs), tc.port, name, ok, tc.want)
+		}
+	}
+}
+
 func TestMTU(t *testing.T) {
 	for e, b := range map[int]int{1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096} {
 		if mtuBytes(e) != b {

@@ -140,7 +140,7 @@ func NewEndpoint(cfg EndpointConfig) (ep *Endpoint, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if port.State != "ACTIVE" {
+	if !port.Active() {
 		return nil, &PortDownError{Device: cfg.Device, Port: cfg.Port, State: port.State}
 	}
 	gid, err := port.SelectGID(cfg.GIDIndex)

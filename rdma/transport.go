@@ -3,7 +3,8 @@ package rdma
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/rdmarun/rdmarun/sysfs"
 )
 
 // Transport is the RDMA transport a device speaks, which decides how its
@@ -54,7 +55,7 @@ var ErrIWARPExchange = errors.New("rdma: an iWARP device's QPs connect only thro
 // RNIC (iWARP); otherwise an Ethernet port is RoCE.
 func TransportOf(d Device) Transport {
 	switch {
-	case strings.HasPrefix(d.NodeType, "4:") || strings.Contains(d.NodeType, "RNIC"):
+	case sysfs.IWARP(d.NodeType):
 		return TransportIWARP
 	case len(d.Ports) > 0 && d.Ports[0].LinkLayer == "Ethernet":
 		return TransportRoCE

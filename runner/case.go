@@ -145,51 +145,14 @@ func opNames() []string {
 }
 
 func (l *loader) measures(v *yaml.Node) []rdma.Measure {
-	its, ok := l.items(v, "measure", allowedMeasures)
-	if !ok {
-		return nil
-	}
-	var out []rdma.Measure
-	for _, it := range its {
-		if it.s == "both" {
-			out = append(out, rdma.MeasureLatency, rdma.MeasureBandwidth)
-			continue
-		}
-		m, err := rdma.ParseMeasure(it.s)
-		if err != nil {
-			l.errorf(it.n, "measure", "%q is not a measure; %s%s", it.s, allowedMeasures, hint(it.s, []string{"latency", "bandwidth", "both"}))
-			return nil
-		}
-		out = append(out, m)
-	}
+	out := oneOrBoth(l, v, "measure", allowedMeasures, [2]rdma.Measure{rdma.MeasureLatency, rdma.MeasureBandwidth}, rdma.ParseMeasure)
 	// Latency first, whatever the order written: runs are grouped that way.
 	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
 func (l *loader) modes(v *yaml.Node) []rdma.Mode {
-	its, ok := l.items(v, "mode", allowedModes)
-	if !ok {
-		return nil
-	}
-	var out []rdma.Mode
-	for _, it := range its {
-		if it.s == "both" {
-			out = append(out, rdma.ModeBusyPoll, rdma.ModeEvent)
-			continue
-		}
-		m, err := rdma.ParseMode(it.s)
-		if err != nil {
-			l.errorf(it.n, "mode", "%q is not a mode; %s%s", it.s, allowedModes, hint(it.s, []string{"busy_poll", "event", "both"}))
-			return nil
-		}
-		if slices.Contains(out, m) {
-			l.errorf(it.n, "mode", "%s is listed twice; list each mode once", it.s)
-			return nil
-		}
-		out = append(out, m)
-	}
-	return out
+	return oneOrBoth(l, v, "mode", allowedModes, [2]rdma.Mode{rdma.ModeBusyPoll, rdma.ModeEvent}, rdma.ParseMode)
 }
 
 func (l *loader) qpsList(v *yaml.Node) []int {

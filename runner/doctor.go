@@ -18,14 +18,7 @@ type Diagnosed interface {
 
 // hostEnv is this host for the doctor: its files, and the ports' MTUs
 // from verbs. Tests give a saved host's files instead.
-var hostEnv = func() doctor.Env {
-	env := doctor.HostEnv()
-	if devs, err := rdma.Devices(); err == nil {
-		env.PortMTU = doctor.MTUsOf(devs)
-		env.Verbs = devs
-	}
-	return env
-}
+var hostEnv = func() doctor.Env { return doctor.HostEnv().WithVerbs(rdma.Devices) }
 
 // localDoctor runs the doctor on this host's devices; 0 ports mean
 // every port of them.

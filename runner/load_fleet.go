@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/dnstargets"
 	"github.com/rdmarun/rdmarun/fleet"
 	"github.com/rdmarun/rdmarun/internal/yamlerr"
@@ -263,7 +264,7 @@ func (l *loader) hostSource(d *fleetDraft, n *yaml.Node) {
 		if strings.ContainsAny(value, " \t/:") {
 			l.errorf(d.source, "dns", "%q is not a DNS name; write HOST for its A/AAAA records, or _service._proto.domain for SRV (the port goes in port:)", value)
 		}
-		d.dnsPort, _ = strconv.Atoi(fleet.DefaultPort)
+		d.dnsPort, _ = strconv.Atoi(ctrl.DefaultPort)
 	}
 	p, ok := pairs["port"]
 	if !ok {
@@ -275,7 +276,7 @@ func (l *loader) hostSource(d *fleetDraft, n *yaml.Node) {
 	case dnstargets.IsSRV(value):
 		l.errorf(p.k, "port", "an SRV name (%s) carries each host's port in its records; remove port:", value)
 	default:
-		d.dnsPort, _ = l.int(p.v, "port", 1, 65535, "write the TCP port of the hosts' rdmarun serve, from 1 to 65535 (default "+fleet.DefaultPort+")")
+		d.dnsPort, _ = l.int(p.v, "port", 1, 65535, "write the TCP port of the hosts' rdmarun serve, from 1 to 65535 (default "+ctrl.DefaultPort+")")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/dnstargets"
 	"github.com/rdmarun/rdmarun/fleet"
 )
@@ -88,7 +89,7 @@ func lookupHosts(name string, port int) ([]fleet.Host, error) {
 		// An address, or an SRV record's HOST:PORT, shown without the
 		// port serve listens on by default.
 		h := tg.Host
-		if host, p, err := net.SplitHostPort(h); err == nil && p == fleet.DefaultPort {
+		if host, p, err := net.SplitHostPort(h); err == nil && p == ctrl.DefaultPort {
 			h = host
 		}
 		hosts[i] = fleet.Host{Name: h, Addr: tg.Addr}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/fleet"
 )
 
@@ -212,7 +213,7 @@ func TestParseFleet(t *testing.T) {
 func hostsNamed(names ...string) []fleet.Host {
 	hosts := make([]fleet.Host, len(names))
 	for i, n := range names {
-		hosts[i] = fleet.Host{Name: n, Addr: n + ":" + fleet.DefaultPort}
+		hosts[i] = fleet.Host{Name: n, Addr: n + ":" + ctrl.DefaultPort}
 	}
 	return hosts
 }

@@ -301,15 +301,9 @@ func TestParseRules(t *testing.T) {
 		{name: "too many runs", doc: head + "    sizes: {from: 1, to: 1GiB, factor: 1.4}\n    qps: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,79,80,81,82,83,84,85,86,87,88,89,90,91,92,93,94,95,96,97,98,99,100,101,102,103,104,105,106,107,108,109,110,111,112,113,114,115,116,117,118,119,120,121,122,123,124,125,126,127,128,129,130,131,132,133,134,135,136,137,138,139,140,141,142,143,144,145,146,147,148,149,150,151,152,153,154,155,156,157,158,159,160,161,162,163,164,165,166,167,168,169,170,171,172,173,174,175,176,177,178,179,180,181,182,183,184,185,186,187,188,189,190,191,192,193,194,195,196,197,198,199,200]\n    mode: both\n", err: "f.yaml:1:1: cases: the scenario expands to more than 10000 runs; split it, or sweep fewer sizes, QP counts or modes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sc, err := Parse("f.yaml", []byte(tc.doc), tc.overrides)
-			if tc.err != "" {
-				if err == nil || err.Error() != tc.err {
-					t.Fatalf("got error\n%v\nwant\n%s", err, tc.err)
-				}
+			sc := parseWant(t, tc.doc, tc.overrides, tc.err)
+			if sc == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := sc.Cases[0].Sizes; !equal(got, tc.sizes) {
 				t.Errorf("sizes %v, want %v", got, tc.sizes)
@@ -319,6 +313,23 @@ func TestParseRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseWant parses doc as f.yaml. With wantErr set the whole error must
+// read wantErr, and it returns nil; without, doc must load.
+func parseWant(t *testing.T, doc string, overrides map[string]string, wantErr string) *Scenario {
+	t.Helper()
+	sc, err := Parse("f.yaml", []byte(doc), overrides)
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Fatalf("got error\n%v\nwant\n%s", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 func equal(a, b []int) bool {
@@ -370,6 +381,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(data, "5")
 	}
 	f.Add([]byte("a: &a [*a]\ncases: [*a]\n"), "")
+	f.Add([]byte("vars: {m: both}\ncases:\n  - {name: x, op: send, measure: [latency, ${m}], mode: [event, both]}\n"), "")
 	f.Add([]byte("vars: {iters: 1}\ncases:\n  - {name: x, op: write, measure: both, sizes: ${iters}}\n"), "1,2,3")
 	f.Add([]byte("vars: {iters: a}\nhosts: ${iters}\npattern: pairs\npairs: [[a, b]]\ncases: [{name: x, op: write, measure: latency}]\n"), "a,b,c")
 	f.Add([]byte("hosts: [a, {name: b, devices: [x, y]}, '[fd00::1]:1']\ndevices: x,y\npattern: rail\nparallel: 1\ncases: [{name: x, op: write, measure: bandwidth}]\n"), "")

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -161,4 +163,45 @@ func (l *loader) items(n *yaml.Node, key, allowed string) ([]item, bool) {
 type item struct {
 	n *yaml.Node
 	s string
+}
+
+// oneOrBoth reads key's value, or a list of them, each a name parse
+// knows or "both", which stands for both's two values in that order. A
+// value listed twice, by itself or within both, is an error naming it,
+// as a repeated size, QP count, host or device is: the second listing
+// would only run the same tests again.
+func oneOrBoth[T interface {
+	comparable
+	fmt.Stringer
+}](l *loader, v *yaml.Node, key, allowed string, both [2]T, parse func(string) (T, error)) []T {
+	its, ok := l.items(v, key, allowed)
+	if !ok {
+		return nil
+	}
+	var out []T
+	viaBoth := map[T]bool{} // the values that came in with both
+	for _, it := range its {
+		vals := both[:]
+		if it.s != "both" {
+			m, err := parse(it.s)
+			if err != nil {
+				l.errorf(it.n, key, "%q is not a %s; %s%s", it.s, key, allowed, hint(it.s, []string{both[0].String(), both[1].String(), "both"}))
+				return nil
+			}
+			vals = []T{m}
+		}
+		for _, m := range vals {
+			if slices.Contains(out, m) {
+				why := ""
+				if it.s == "both" || viaBoth[m] {
+					why = fmt.Sprintf(" (both is %s and %s)", both[0], both[1])
+				}
+				l.errorf(it.n, key, "%s is listed twice%s; list each %s once", m, why, key)
+				return nil
+			}
+			out = append(out, m)
+			viaBoth[m] = it.s == "both"
+		}
+	}
+	return out
 }

@@ -63,12 +63,8 @@ func (c *doctorCmd) run(stdout io.Writer) error {
 		if env, err = doctor.EnvAt(c.root); err != nil {
 			return &exitError{exitInvalid, fmt.Errorf("--root: %w", err)}
 		}
-	} else if devs, err := listDevices(); err == nil {
-		// Only verbs knows a port's MTU; without it (no libibverbs,
-		// or a build without cgo) those checks say cannot_tell. Its
-		// GID tables spare the doctor sysfs's, slot by slot.
-		env.PortMTU = doctor.MTUsOf(devs)
-		env.Verbs = devs
+	} else {
+		env = env.WithVerbs(listDevices)
 	}
 	if c.cpus != "" {
 		cpus, err := doctor.ParseCPUs(c.cpus)

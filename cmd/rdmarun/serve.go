@@ -51,8 +51,8 @@ type serveCmd struct {
 func newServeCmd(app *kingpin.Application) *serveCmd {
 	c := &serveCmd{}
 	cmd := app.Command("serve", "Answer tests from rdmarun clients (the responder daemon). Clients send every test setting; the responder needs only its device.")
-	cmd.Flag("listen", "Control channel address.").Default(":" + peer.DefaultPort).StringVar(&c.listen)
-	cmd.Flag("cm-port", "Port to listen on for rdma_cm connections (tests with connect: rdma_cm), on every RDMA device's addresses; 0 lets the CM pick one. On iWARP it is a TCP port.").Default(strconv.Itoa(peer.DefaultCMPort)).IntVar(&c.cmPort)
+	cmd.Flag("listen", "Control channel address.").Default(":" + ctrl.DefaultPort).StringVar(&c.listen)
+	cmd.Flag("cm-port", "Port to listen on for rdma_cm connections (tests with connect: rdma_cm), on every RDMA device's addresses; 0 lets the CM pick one. On iWARP it is a TCP port.").Default(strconv.Itoa(ctrl.DefaultCMPort)).IntVar(&c.cmPort)
 	cmd.Flag("no-cm", "Do not listen for rdma_cm connections; tests with connect: rdma_cm are refused, naming this flag.").BoolVar(&c.noCM)
 	cmd.Flag("device", "RDMA device to answer on (default: the first ACTIVE one); a client may ask for another.").StringVar(&c.device)
 	cmd.Flag("port", "RDMA port.").Default("1").IntVar(&c.port)

@@ -150,10 +150,8 @@ func firstActiveDevice(port int) (string, error) {
 	if err != nil {
 		return "", environmentError(err)
 	}
-	for _, d := range devs {
-		if p, err := d.Port(port); err == nil && p.State == "ACTIVE" {
-			return d.Name, nil
-		}
+	if name, ok := rdma.FirstActive(devs, port); ok {
+		return name, nil
 	}
 	if len(devs) == 0 {
 		return "", environmentError(rdma.ErrNoDevice)

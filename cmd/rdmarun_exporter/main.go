@@ -260,12 +260,7 @@ func logConfigError(logger *slog.Logger, msg string, err error, attrs ...any) {
 }
 
 func doctorEnv(sysfsRoot string) doctor.Env {
-	env := doctorcollector.EnvFor(sysfsRoot)
-	if devs, err := rdma.Devices(); err == nil {
-		env.PortMTU = doctor.MTUsOf(devs)
-		env.Verbs = devs
-	}
-	return env
+	return doctorcollector.EnvFor(sysfsRoot).WithVerbs(rdma.Devices)
 }
 
 // activeDevice is the first device with an ACTIVE port 1, or "".
@@ -274,10 +269,6 @@ func activeDevice() string {
 	if err != nil {
 		return ""
 	}
-	for _, d := range devs {
-		if p, err := d.Port(1); err == nil && p.State == "ACTIVE" {
-			return d.Name
-		}
-	}
-	return ""
+	name, _ := rdma.FirstActive(devs, 1)
+	return name
 }

@@ -75,8 +75,9 @@ func serveResponder(ctx context.Context, cfg config.Responder, device, token str
 			return err
 		}
 	}
-	scfg := peer.ServerConfig{Device: device, GIDIndex: rdma.AutoGIDIndex, Token: token, Logger: logger}
-	cfg.SetLimits(&scfg)
+	lim := cfg.Limits()
+	scfg := peer.ServerConfig{Device: device, GIDIndex: rdma.AutoGIDIndex, Token: token, Logger: logger,
+		MaxConcurrent: lim.MaxConcurrent, MaxMemory: lim.MaxMemory, MaxQPs: lim.MaxQPs, MaxTest: lim.MaxTest, LimitKeys: peer.LimitKeys(lim.Keys)}
 	srv, err := peer.NewServer(scfg)
 	if err != nil {
 		return err

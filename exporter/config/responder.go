@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rdmarun/rdmarun/ctrl"
-	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/units"
 )
 
@@ -38,13 +37,32 @@ type Responder struct {
 	maxMemory int64
 }
 
-// SetLimits puts the responder's limits into cfg, with the keys its
-// refusals name.
-func (r Responder) SetLimits(cfg *peer.ServerConfig) {
-	cfg.MaxConcurrent, cfg.MaxMemory, cfg.MaxQPs, cfg.MaxTest = r.MaxConcurrent, r.maxMemory, r.MaxQPs, r.MaxTest
-	cfg.LimitKeys = peer.LimitKeys{
-		Concurrent: "responder.max_concurrent", Memory: "responder.max_memory",
-		QPs: "responder.max_qps", Test: "responder.max_test",
+// Limits are a responder's limits as the configuration sets them, in
+// the responder's own units, with the keys its refusals name so that an
+// operator finds the line to change. The responder is the caller's to
+// build: this package only reads the file.
+type Limits struct {
+	MaxConcurrent int
+	MaxMemory     int64 // bytes
+	MaxQPs        int
+	MaxTest       time.Duration
+	Keys          LimitKeys
+}
+
+// LimitKeys name the limits in refusals, field for field as the
+// responder's own LimitKeys (peer.LimitKeys converts from it).
+type LimitKeys struct {
+	Concurrent, Memory, QPs, Test string
+}
+
+// Limits returns the responder's limits and the keys that set them.
+func (r Responder) Limits() Limits {
+	return Limits{
+		MaxConcurrent: r.MaxConcurrent, MaxMemory: r.maxMemory, MaxQPs: r.MaxQPs, MaxTest: r.MaxTest,
+		Keys: LimitKeys{
+			Concurrent: "responder.max_concurrent", Memory: "responder.max_memory",
+			QPs: "responder.max_qps", Test: "responder.max_test",
+		},
 	}
 }
 
@@ -62,7 +80,7 @@ func (t TLS) Ctrl() ctrl.TLSConfig {
 
 // defaultResponder is what a responder takes for absent keys.
 var defaultResponder = Responder{
-	Enabled: true, Listen: ":18520", CMPort: peer.DefaultCMPort,
+	Enabled: true, Listen: ":" + ctrl.DefaultPort, CMPort: ctrl.DefaultCMPort,
 	MaxConcurrent: 4, MaxMemory: "1GiB", maxMemory: 1 << 30, MaxQPs: 64, MaxTest: 10 * time.Minute,
 }
 
