@@ -31,7 +31,7 @@ func (s *Server) serveRelay(ctx context.Context, c *ctrl.Conn, payload json.RawM
 		return fail(fmt.Errorf("this responder does not run tests against other responders for a coordinator (%s); turn its relays on to test pairs from it", s.cfg.LimitKeys.Relay))
 	}
 	if !s.relayAllowed(c) {
-		return fail(fmt.Errorf("this responder relays tests only for authenticated clients (a token or a client certificate) or loopback ones; give the fleet a token, or allow it (%s)", s.cfg.LimitKeys.Unauthenticated))
+		return fail(fmt.Errorf("this responder relays tests only for authenticated clients (a token or a client certificate) or loopback ones; give the fleet a token, or allow unauthenticated clients (%s)", s.cfg.LimitKeys.Unauthenticated))
 	}
 	spec, err := req.Spec.Complete()
 	if err != nil {
