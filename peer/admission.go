@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"time"
@@ -10,18 +11,33 @@ import (
 )
 
 // LimitKeys names, in refusals, where the operator sets each of the
-// responder's limits, so the message says what to raise: rdmarun
-// serve's flags (ServeLimitKeys) unless the program embedding the
-// responder sets them otherwise (rdmarun_exporter's responder.* keys).
+// responder's limits and switches, so the message says what to change:
+// rdmarun serve's flags (ServeLimitKeys) unless the program embedding
+// the responder sets them otherwise (rdmarun_exporter's responder.*
+// keys).
 type LimitKeys struct {
 	Concurrent string // MaxConcurrent
 	Memory     string // MaxMemory
 	QPs        string // MaxQPs
 	Test       string // MaxTest
+	// Device names the default device, for a test that names none.
+	Device string
+	// Unauthenticated is what lets clients that proved nothing relay.
+	Unauthenticated string
+	// Relay is what turns relayed tests off (NoRelay), and on again.
+	Relay string
 }
 
 // ServeLimitKeys are rdmarun serve's flags, the default LimitKeys.
-var ServeLimitKeys = LimitKeys{Concurrent: "--max-concurrent", Memory: "--max-memory", QPs: "--max-qps", Test: "--max-test"}
+var ServeLimitKeys = LimitKeys{Concurrent: "--max-concurrent", Memory: "--max-memory", QPs: "--max-qps", Test: "--max-test",
+	Device: "--device", Unauthenticated: "--allow-unauthenticated", Relay: "--no-relay"}
+
+// or is k with each unset key taken from d.
+func (k LimitKeys) or(d LimitKeys) LimitKeys {
+	return LimitKeys{Concurrent: cmp.Or(k.Concurrent, d.Concurrent), Memory: cmp.Or(k.Memory, d.Memory), QPs: cmp.Or(k.QPs, d.QPs),
+		Test: cmp.Or(k.Test, d.Test), Device: cmp.Or(k.Device, d.Device), Unauthenticated: cmp.Or(k.Unauthenticated, d.Unauthenticated),
+		Relay: cmp.Or(k.Relay, d.Relay)}
+}
 
 // LimitError is a test refused for asking more than the responder
 // allows. Its text reaches the client word for word, so it names the

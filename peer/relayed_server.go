@@ -27,8 +27,11 @@ func (s *Server) serveRelay(ctx context.Context, c *ctrl.Conn, payload json.RawM
 	if req.Version != RelayVersion {
 		return fail(fmt.Errorf("relay request version %d; this responder speaks relay version %d: run the same rdmarun release on the coordinator and the responders", req.Version, RelayVersion))
 	}
+	if s.cfg.NoRelay {
+		return fail(fmt.Errorf("this responder does not run tests against other responders for a coordinator (%s); turn its relays on to test pairs from it", s.cfg.LimitKeys.Relay))
+	}
 	if !s.relayAllowed(c) {
-		return fail(errors.New("this responder relays tests only for authenticated clients (a token or a client certificate) or loopback ones; give the fleet a token, or start it with --allow-unauthenticated"))
+		return fail(fmt.Errorf("this responder relays tests only for authenticated clients (a token or a client certificate) or loopback ones; give the fleet a token, or allow unauthenticated clients (%s)", s.cfg.LimitKeys.Unauthenticated))
 	}
 	spec, err := req.Spec.Complete()
 	if err != nil {
@@ -45,16 +48,9 @@ func (s *Server) serveRelay(ctx context.Context, c *ctrl.Conn, payload json.RawM
 	if err != nil {
 		return fail(err)
 	}
-	dev := s.cfg.Device
-	if req.Device != "" {
-		dev = req.Device
-	}
-	if dev == "" {
-		return fail(errors.New("no device named by the coordinator and none configured on the responder (rdmarun serve --device)"))
-	}
-	gid := s.cfg.GIDIndex
-	if req.GIDIndex != nil {
-		gid = *req.GIDIndex
+	dev, gid, err := s.answerOn(req.Device, req.GIDIndex, "coordinator")
+	if err != nil {
+		return fail(err)
 	}
 	log = log.With("relay_to", addr, "op", spec.Op, "measure", spec.Measure, "device", dev)
 	// ctx carries MaxTest: the outgoing test ends by then whatever B

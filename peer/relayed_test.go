@@ -268,7 +268,8 @@ func TestRelayUnauthenticated(t *testing.T) {
 	closed, _ := startServerOn(t, host, ServerConfig{})
 	_, err = RunVia(context.Background(), cfg(closed), Remote{Addr: "127.0.0.1:1"}, spec)
 	var pe *Error
-	if !errors.As(err, &pe) || pe.Stage != StageRelayRequest || !strings.Contains(err.Error(), "relays tests only for authenticated clients") {
+	if !errors.As(err, &pe) || pe.Stage != StageRelayRequest || !strings.Contains(err.Error(), "relays tests only for authenticated clients") ||
+		!strings.Contains(err.Error(), "or allow unauthenticated clients (--allow-unauthenticated)") {
 		t.Errorf("unauthenticated relay from the network: %v, want the responder's refusal", err)
 	}
 	open, _ := startServerOn(t, host, ServerConfig{RelayUnauthenticated: true})

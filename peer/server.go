@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -65,6 +64,9 @@ type ServerConfig struct {
 	// its behalf. Without it such relays are served only to loopback
 	// clients: a responder must not be a way to reach arbitrary addresses.
 	RelayUnauthenticated bool
+	// NoRelay refuses relayed tests: the responder answers tests and
+	// never dials out on a client's behalf.
+	NoRelay bool
 	// DoctorEnv is the host a doctor request looks at; nil means this
 	// one (doctor.HostEnv, with the ports' MTUs from verbs). Tests give
 	// a saved host's files.
@@ -130,8 +132,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxQPs == 0 {
 		cfg.MaxQPs = 64
 	}
-	k, d := &cfg.LimitKeys, ServeLimitKeys
-	k.Concurrent, k.Memory, k.QPs, k.Test = cmp.Or(k.Concurrent, d.Concurrent), cmp.Or(k.Memory, d.Memory), cmp.Or(k.QPs, d.QPs), cmp.Or(k.Test, d.Test)
+	cfg.LimitKeys = cfg.LimitKeys.or(ServeLimitKeys)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -306,16 +307,9 @@ func (s *Server) serveTest(parent context.Context, nc net.Conn, sl *slot, log *s
 	if err != nil {
 		return fail(fmt.Errorf("invalid spec: %w", err))
 	}
-	dev := s.cfg.Device
-	if req.Device != "" {
-		dev = req.Device
-	}
-	if dev == "" {
-		return fail(errors.New("no device named by the client and none configured on the responder (rdmarun serve --device)"))
-	}
-	gid := s.cfg.GIDIndex
-	if req.GIDIndex != nil {
-		gid = *req.GIDIndex
+	dev, gid, err := s.answerOn(req.Device, req.GIDIndex, "client")
+	if err != nil {
+		return fail(err)
 	}
 	log = log.With("op", spec.Op, "measure", spec.Measure, "device", dev)
 	epCfg := rdma.SpecConfig(spec, rdma.EndpointConfig{Device: dev, Port: s.cfg.Port, GIDIndex: gid, SkipPortCounters: req.NoCounters})

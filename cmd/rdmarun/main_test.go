@@ -40,6 +40,19 @@ func TestRun(t *testing.T) {
 			code: exitEnvironment, stderr: "rdmarun: boom"},
 		{name: "loopback with no device", args: []string{"loopback"}, devices: func() ([]rdma.Device, error) { return nil, nil },
 			code: exitEnvironment, stderr: "no RDMA device found"},
+		// The responder answers on the first device with an ACTIVE port
+		// when --device names none; its flags are checked before any
+		// device is looked for.
+		{name: "serve with no device", args: []string{"serve", "--listen", "127.0.0.1:0", "--no-cm"}, devices: func() ([]rdma.Device, error) { return nil, nil },
+			code: exitEnvironment, stderr: "rdmarun: no RDMA device found.\nCheck, in this order:"},
+		{name: "serve with no ACTIVE port", args: []string{"serve", "--listen", "127.0.0.1:0", "--no-cm", "--port", "2"}, devices: fixtureDevices,
+			code: exitEnvironment, stderr: "rdmarun: --device: none named, and no device has an ACTIVE port 2 (see rdmarun devices)\n"},
+		{name: "serve negative max-sessions", args: []string{"serve", "--listen", "127.0.0.1:0", "--max-sessions=-1"},
+			code: exitInvalid, stderr: "rdmarun: --max-sessions -1: want 0 (keep none) or more\n"},
+		{name: "serve zero session-idle", args: []string{"serve", "--listen", "127.0.0.1:0", "--max-sessions=0", "--session-idle=0s"},
+			code: exitInvalid, stderr: "rdmarun: --session-idle 0s: want a positive duration such as 5m\n"},
+		{name: "serve cm-port out of range", args: []string{"serve", "--listen", "127.0.0.1:0", "--cm-port=65536"},
+			code: exitInvalid, stderr: "rdmarun: --cm-port 65536: want a port from 0 to 65535\n"},
 		{name: "loopback bad size", args: []string{"loopback", "--sizes", "2,4kb"},
 			code: exitInvalid, stderr: `rdmarun: --sizes: "4kb" is not a size`},
 		{name: "loopback zero size", args: []string{"loopback", "--sizes", "0"},

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -41,6 +38,7 @@ type serveCmd struct {
 	sessionIdle   time.Duration
 	maxMemory     string
 	maxQPs        int
+	noRelay       bool
 	logLevel      string
 	metricsListen string
 	// allowUnauthenticated is the operator's explicit word that a
@@ -62,6 +60,7 @@ func newServeCmd(app *kingpin.Application) *serveCmd {
 	cmd.Flag("tls-key", "Private key of --tls-cert (PEM).").StringVar(&c.tls.KeyFile)
 	cmd.Flag("tls-client-ca", "Require client certificates signed by this CA (PEM).").StringVar(&c.tls.CAFile)
 	cmd.Flag("tls-ca", "Relayed tests (a coordinator asks this responder to test another): connect to the other responder with TLS, trusting this CA (PEM); --tls-cert and --tls-key, if given, are presented as the client certificate.").StringVar(&c.dialCA)
+	cmd.Flag("no-relay", "Refuse relayed tests: a coordinator (rdmarun run of a fleet scenario) cannot have this responder test another on its behalf.").BoolVar(&c.noRelay)
 	cmd.Flag("max-test", "Longest a test may hold the responder.").Default("10m").DurationVar(&c.maxTest)
 	cmd.Flag("max-concurrent", "Tests served at once.").Default("4").IntVar(&c.maxConcurrent)
 	cmd.Flag("max-sessions", "Sessions kept between runs for clients that probe again and again (rdmarun_exporter); a client beyond the limit is served one run at a time. An idle session holds its QPs and memory, not a test slot.").Default("256").IntVar(&c.maxSessions)
@@ -99,70 +98,22 @@ func parseGID(s string) (int, error) {
 }
 
 func (c *serveCmd) run(stderr io.Writer) error {
-	token, err := readToken(c.tokenFile)
+	cfg, err := c.settings()
 	if err != nil {
 		return &exitError{exitInvalid, err}
-	}
-	exposed := ctrl.CheckAuthenticated(c.listen, token, c.tls)
-	if exposed != nil && !c.allowUnauthenticated {
-		return &exitError{exitInvalid, fmt.Errorf("refusing to serve: %w. Create the fleet's token once with `rdmarun token FILE`, copy that file to every node and pass --token-file FILE; or listen on 127.0.0.1; or pass --allow-unauthenticated to serve anyway", exposed)}
-	}
-	gid, err := parseGID(c.gidIndex)
-	if err != nil {
-		return &exitError{exitInvalid, err}
-	}
-	maxMemory, err := c.checkLimits()
-	if err != nil {
-		return &exitError{exitInvalid, err}
-	}
-	var tlsCfg *tls.Config
-	if c.tls.CertFile != "" || c.tls.KeyFile != "" || c.tls.CAFile != "" {
-		if tlsCfg, err = c.tls.ServerConfig(); err != nil {
-			return &exitError{exitInvalid, err}
-		}
-	}
-	var dialTLS *tls.Config
-	if c.dialCA != "" {
-		dial := ctrl.TLSConfig{CAFile: c.dialCA, CertFile: c.tls.CertFile, KeyFile: c.tls.KeyFile}
-		if dialTLS, err = dial.ClientConfig(); err != nil {
-			return &exitError{exitInvalid, fmt.Errorf("--tls-ca: %w", err)}
-		}
-	}
-	if c.device == "" {
-		if c.device, err = firstActiveDevice(c.port); err != nil {
-			return err
-		}
 	}
 	level := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}[c.logLevel]
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if c.maxSessions < 0 {
-		return &exitError{exitInvalid, fmt.Errorf("--max-sessions %d: want 0 (keep none) or more", c.maxSessions)}
-	}
-	if c.maxSessions == 0 {
-		c.maxSessions = -1 // none, where the library's 0 is its default
-	}
-	if c.sessionIdle <= 0 {
-		return &exitError{exitInvalid, fmt.Errorf("--session-idle %v: want a positive duration such as 5m", c.sessionIdle)}
-	}
-	srv, err := peer.NewServer(peer.ServerConfig{
-		Device: c.device, Port: c.port, GIDIndex: gid, Token: token,
-		MaxTest: c.maxTest, MaxConcurrent: c.maxConcurrent, MaxSessions: c.maxSessions, MaxIdle: c.sessionIdle, Logger: log,
-		MaxMemory: maxMemory, MaxQPs: c.maxQPs,
-		DialTLS: dialTLS, RelayUnauthenticated: c.allowUnauthenticated,
-	})
-	if err != nil {
+	cfg.Logger = log
+	r, err := peer.NewResponder(cfg)
+	switch {
+	case errors.Is(err, ctrl.ErrUnauthenticated):
+		return &exitError{exitInvalid, fmt.Errorf("refusing to serve: %w. Create the fleet's token once with `rdmarun token FILE`, copy that file to every node and pass --token-file FILE; or listen on 127.0.0.1; or pass --allow-unauthenticated to serve anyway", err)}
+	case err != nil:
 		return &exitError{exitInvalid, err}
 	}
-	if c.cmPort < 0 || c.cmPort > 65535 {
-		return &exitError{exitInvalid, fmt.Errorf("--cm-port %d: want a port from 0 to 65535", c.cmPort)}
-	}
-	// The CM listener starts first: a client that reaches the control
-	// port may connect its QPs through the CM at once.
-	c.listenCM(srv, log)
-	ln, err := ctrl.Listen(c.listen, tlsCfg)
-	if err != nil {
-		srv.CloseCM()
-		return &exitError{exitEnvironment, err}
+	if err := r.Listen(); err != nil {
+		return environmentError(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -170,42 +121,60 @@ func (c *serveCmd) run(stderr io.Writer) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go c.reloadOnHangup(ctx, hup, srv, log)
+	go c.reloadOnHangup(ctx, hup, r, log)
 	// SIGUSR1's default action ends the process too.
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
 	go dumpStacksOnSignal(ctx, usr1, os.Stderr)
-	if err := c.serveMetrics(ctx, srv, log); err != nil {
+	if err := c.serveMetrics(ctx, r.Server(), log); err != nil {
 		return err
 	}
-	if exposed != nil {
-		log.Warn("serving without authentication (--allow-unauthenticated)", "listen", ln.Addr().String(), "risk", "anyone who connects gets rkeys to this host's registered memory")
-	}
-	log.Info("serving", "listen", ln.Addr().String(), "device", c.device, "tls", tlsCfg != nil, "token", token != "")
-	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) {
+	if err := r.Serve(ctx); err != nil {
 		return &exitError{exitEnvironment, err}
 	}
-	served, failed := srv.Stats()
-	log.Info("stopped", "tests", served, "failed", failed, "checks", srv.Checks())
+	served, failed := r.Server().Stats()
+	log.Info("stopped", "tests", served, "failed", failed, "checks", r.Server().Checks())
 	return nil
 }
 
-// listenCM starts the responder's rdma_cm listener. One that cannot
-// start leaves the responder serving connect: exchange tests, which is
-// all a host without librdmacm's kernel module (rdma_ucm) can do; the
-// warning says why, and so does each refused connect: rdma_cm test.
-func (c *serveCmd) listenCM(srv *peer.Server, log *slog.Logger) {
-	if c.noCM {
-		log.Info("not listening for rdma_cm connections (--no-cm)")
-		return
-	}
-	addr, err := srv.ListenCM(netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(c.cmPort)))
+// settings checks the flags, each error naming its flag, and returns the
+// responder they describe; the token, the TLS files and the device are
+// the assembly's to check (peer.NewResponder, Listen).
+func (c *serveCmd) settings() (peer.ResponderConfig, error) {
+	gid, err := parseGID(c.gidIndex)
 	if err != nil {
-		log.Warn("not listening for rdma_cm connections; tests with connect: rdma_cm will be refused", "cm_port", c.cmPort, "err", err)
-		return
+		return peer.ResponderConfig{}, err
 	}
-	log.Info("listening for rdma_cm connections", "cm_listen", addr.String())
+	maxMemory, err := c.checkLimits()
+	if err != nil {
+		return peer.ResponderConfig{}, err
+	}
+	maxSessions := c.maxSessions
+	if maxSessions < 0 {
+		return peer.ResponderConfig{}, fmt.Errorf("--max-sessions %d: want 0 (keep none) or more", maxSessions)
+	}
+	if maxSessions == 0 {
+		maxSessions = -1 // none, where the library's 0 is its default
+	}
+	if c.sessionIdle <= 0 {
+		return peer.ResponderConfig{}, fmt.Errorf("--session-idle %v: want a positive duration such as 5m", c.sessionIdle)
+	}
+	if c.cmPort < 0 || c.cmPort > 65535 {
+		return peer.ResponderConfig{}, fmt.Errorf("--cm-port %d: want a port from 0 to 65535", c.cmPort)
+	}
+	cmPort := c.cmPort
+	if c.noCM {
+		cmPort = -1
+	}
+	return peer.ResponderConfig{
+		Listen: c.listen, Device: c.device, Port: c.port, GIDIndex: gid,
+		TokenFile: c.tokenFile, AllowUnauthenticated: c.allowUnauthenticated,
+		TLS: c.tls, RelayCA: c.dialCA, NoRelay: c.noRelay, CMPort: cmPort,
+		MaxTest: c.maxTest, MaxConcurrent: c.maxConcurrent, MaxSessions: maxSessions, MaxIdle: c.sessionIdle,
+		MaxMemory: maxMemory, MaxQPs: c.maxQPs,
+		Keys: peer.ServeKeys, Devices: listDevices,
+	}, nil
 }
 
 // checkLimits checks the limits a client cannot exceed and returns
@@ -233,7 +202,7 @@ func (c *serveCmd) checkLimits() (int64, error) {
 // reloadOnHangup reads the token file again on each SIGHUP (systemctl
 // reload), so a fleet rotates its token without stopping the tests in
 // flight. A file that cannot be read keeps the old token.
-func (c *serveCmd) reloadOnHangup(ctx context.Context, hup <-chan os.Signal, srv *peer.Server, log *slog.Logger) {
+func (c *serveCmd) reloadOnHangup(ctx context.Context, hup <-chan os.Signal, r *peer.Responder, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -244,14 +213,11 @@ func (c *serveCmd) reloadOnHangup(ctx context.Context, hup <-chan os.Signal, srv
 			log.Warn("SIGHUP: nothing to reload: no --token-file")
 			continue
 		}
-		token, err := readToken(c.tokenFile)
-		if err == nil {
-			err = srv.SetToken(token)
-		}
+		changed, err := r.ReloadToken(c.tokenFile)
 		if err != nil {
 			log.Error("SIGHUP: keeping the old token", "err", err)
 			continue
 		}
-		log.Info("SIGHUP: token reloaded", "file", c.tokenFile)
+		log.Info("SIGHUP: token reloaded", "file", c.tokenFile, "changed", changed)
 	}
 }

@@ -2,14 +2,13 @@ package main
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 	"github.com/rdmarun/rdmarun/runner"
 )
@@ -145,16 +144,16 @@ func (c *where) relay(sc *runner.Scenario, file string) (runner.Relay, error) {
 	return runner.Relay{Token: token, TLS: tlsCfg}, nil
 }
 
+// firstActiveDevice is the device a client tests from when none is
+// named: the responder's rule (peer.FirstActive), with this command's
+// exit codes.
 func firstActiveDevice(port int) (string, error) {
 	devs, err := listDevices()
-	if err != nil {
-		return "", environmentError(err)
+	if err == nil {
+		var name string
+		if name, err = peer.FirstActive(devs, port); err == nil {
+			return name, nil
+		}
 	}
-	if name, ok := rdma.FirstActive(devs, port); ok {
-		return name, nil
-	}
-	if len(devs) == 0 {
-		return "", environmentError(rdma.ErrNoDevice)
-	}
-	return "", &exitError{exitEnvironment, errors.New("no device has an ACTIVE port " + strconv.Itoa(port) + " (see rdmarun devices)")}
+	return "", environmentError(err)
 }

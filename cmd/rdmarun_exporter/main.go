@@ -100,17 +100,20 @@ func run(args []string) int {
 	sc.RLock()
 	cfg := sc.C
 	sc.RUnlock()
-	// A missing token turns the responder off rather than the daemon (port
-	// metrics and probes still work), but a check names it as an error.
-	token, tokenErr := ctrl.ReadToken(cfg.Responder.TokenFile)
-	plan := planResponder(cfg.Responder, token, tokenErr)
+	// The probes present the fleet's token too; without one they probe
+	// responders that need none.
+	token, _ := ctrl.ReadToken(cfg.Responder.TokenFile)
 	if *configCheck {
-		if tokenErr != nil {
-			logger.Error("invalid configuration", "file", *configFile, "err", fmt.Sprintf("responder: %v; %s", tokenErr, tokenHowTo))
+		// A token file that cannot be read turns the responder off rather
+		// than the daemon (port metrics and probes still work), but a
+		// check names it as an error.
+		off, err := checkResponder(cfg.Responder, *deviceFlag)
+		if err != nil {
+			logger.Error("invalid configuration", "file", *configFile, "err", err)
 			return 3
 		}
-		if plan.off != "" {
-			logger.Warn("the responder will be off", "reason", plan.off)
+		if off != "" {
+			logger.Warn("the responder will be off", "reason", off)
 		}
 		logger.Info("configuration is valid", "file", *configFile)
 		return 0
@@ -121,42 +124,30 @@ func run(args []string) int {
 	doc.Apply(cfg.Doctor)
 	reg.MustRegister(doctorcollector.NewCollector(doc))
 
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	// Probes and answers may use different devices: a node can probe from
-	// one NIC while its responder answers on another.
+	// one NIC while its responder answers on another (responder.device);
+	// named by neither, both take the first ACTIVE one.
+	resp := newResponder(ctx, *deviceFlag, logger, reg)
+	if err := resp.apply(cfg.Responder); err != nil && !isTokenError(err) {
+		return 4
+	}
 	device := cmp.Or(*deviceFlag, cfg.Responder.Device)
 	if device == "" {
 		device = activeDevice()
 	}
-	responderDevice := cmp.Or(cfg.Responder.Device, device)
-	if plan.serve && responderDevice == "" {
-		plan = responderPlan{off: "no ACTIVE RDMA device to answer on (--device or responder.device names one)"}
-	}
-	plan.register(reg)
 	id := targets.Identity{Source: *sourceFlag}
-	if plan.serve {
+	if resp.serving() {
 		id.Responder = cfg.Responder.Listen
 	}
+	probes := newTokenTransport(token, logger)
 	// The probe metrics are registered on the /metrics handler, which
 	// writes them itself (the registry's path cost 80 ms of CPU per
 	// scrape at 1,000 targets) and gathers the rest from reg.
 	scrape := prober.NewScrapeHandler(reg)
-	mgr := targets.NewManager(scrape, prober.PeerTransport{Token: token, Logger: logger}, device, id, logger)
+	mgr := targets.NewManager(scrape, probes, device, id, logger)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	switch {
-	case plan.off != "":
-		logger.Warn("responder off: other nodes cannot probe this one", "reason", plan.off)
-	case plan.unauthenticated:
-		logger.Warn("responder serves without authentication (responder.allow_unauthenticated)", "listen", cfg.Responder.Listen,
-			"risk", "anyone who connects gets rkeys to this host's registered memory")
-	}
-	if plan.serve {
-		if err := serveResponder(ctx, cfg.Responder, responderDevice, token, logger); err != nil {
-			logger.Error("responder", "err", err)
-			return 4
-		}
-	}
 	// The first scrape should see every target's series, so serving waits
 	// for the first set (a DNS lookup that hangs costs its timeout).
 	mgr.Apply(ctx, cfg)
@@ -180,8 +171,14 @@ func run(args []string) int {
 		sc.RUnlock()
 		mgr.Apply(ctx, cfg)
 		doc.Apply(cfg.Doctor)
+		// The probes' token as the responder's: read again, and kept
+		// when the file cannot be read.
+		if t, err := ctrl.ReadToken(cfg.Responder.TokenFile); err == nil {
+			probes.set(t)
+		}
+		err := resp.apply(cfg.Responder)
 		logger.Info("configuration reloaded", "file", *configFile)
-		return nil
+		return err
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -199,7 +196,11 @@ func run(args []string) int {
 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", scrape)
-	mux.Handle("/probe", prober.NewHandler(sc, device, token, mgr.Source, logger))
+	// A handler per request, so that each probe presents the token in
+	// force.
+	mux.HandleFunc("/probe", func(w http.ResponseWriter, r *http.Request) {
+		prober.NewHandler(sc, device, probes.get(), mgr.Source, logger).ServeHTTP(w, r)
+	})
 	// Liveness, as Prometheus and blackbox_exporter serve it: the HTTP
 	// server runs. It waits for no peer, so a lone node is healthy too.
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
@@ -263,7 +264,9 @@ func doctorEnv(sysfsRoot string) doctor.Env {
 	return doctorcollector.EnvFor(sysfsRoot).WithVerbs(rdma.Devices)
 }
 
-// activeDevice is the first device with an ACTIVE port 1, or "".
+// activeDevice is the device probes go from when none is named: the
+// first with an ACTIVE port 1, as the responder chooses (peer.FirstActive),
+// or "".
 func activeDevice() string {
 	devs, err := rdma.Devices()
 	if err != nil {

@@ -2,106 +2,188 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
+	"reflect"
+	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/exporter/config"
 	"github.com/rdmarun/rdmarun/peer"
-	"github.com/rdmarun/rdmarun/rdma"
 )
 
 // tokenHowTo is the fix for a missing token, in one line: every node of a
 // fleet must hold the same token, so it is made once and copied.
-const tokenHowTo = "create the fleet's token once with `rdmarun token --owner rdmarun /etc/rdmarun/token`, copy that same file to every node, name it in responder.token_file, and restart"
+const tokenHowTo = "create the fleet's token once with `rdmarun token --owner rdmarun /etc/rdmarun/token`, copy that same file to every node, name it in responder.token_file, and reload the exporter (systemctl reload rdmarun_exporter, or POST /-/reload)"
 
-// responderPlan is what the built-in responder does, decided once at
-// start from the configuration and the token.
-type responderPlan struct {
-	serve bool
-	// unauthenticated: it serves a network address with no token or client
-	// certificates, because the operator allowed it.
-	unauthenticated bool
-	// off says why a responder the configuration enables does not serve.
-	off string
+// responder is the built-in responder (rdmarun serve's, peer.NewResponder)
+// as the configuration and the token file say, at start and at every
+// reload. A token file that cannot be read, a network address with
+// nothing to tell clients apart, or no device to answer on turns it off
+// rather than the exporter: port metrics and probes still work, and a
+// reload that finds the token, or the section fixed, turns it on. Once
+// on, a reload reads the token file again, so a fleet rotates its token
+// with a reload; a token file that cannot be read then keeps the token
+// in force, as rdmarun serve does, rather than turn the responder off or
+// open. Its other settings take effect at restart: changing them under
+// tests in flight would drop those tests, and the rdma_cm port stays
+// taken until they end.
+type responder struct {
+	ctx    context.Context // the responder serves until it ends
+	device string          // --device, for a section that names none
+	logger *slog.Logger
+
+	enabled, unauthenticated prometheus.Gauge
+
+	// mu makes reloads take turns.
+	mu sync.Mutex
+	r  *peer.Responder // nil while off
+	// on is the section r was started from, token_file as last read.
+	on config.Responder
 }
 
-// planResponder decides whether the responder serves. A token file that
-// cannot be read, or a network address with nothing to authenticate
-// clients, turns the responder off rather than the exporter: port
-// metrics and probes still work.
-func planResponder(cfg config.Responder, token string, tokenErr error) responderPlan {
+func newResponder(ctx context.Context, device string, logger *slog.Logger, reg prometheus.Registerer) *responder {
+	x := &responder{ctx: ctx, device: device, logger: logger,
+		enabled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rdmarun_exporter_responder_enabled",
+			Help: "1 when the built-in responder answers other nodes' probes."}),
+		unauthenticated: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rdmarun_exporter_responder_unauthenticated",
+			Help: "1 when the responder serves a network address without a token or client certificates (responder.allow_unauthenticated)."}),
+	}
+	// Alerts find a fleet's responders that are off or open.
+	reg.MustRegister(x.enabled, x.unauthenticated)
+	return x
+}
+
+// checkResponder is what --config.check says of the section: an error when the
+// token file cannot be read (a mistake in the file, or a missing step of
+// the install), and why the responder would be off otherwise. It opens
+// nothing.
+func checkResponder(cfg config.Responder, device string) (off string, err error) {
 	if !cfg.Enabled {
-		return responderPlan{}
+		return "", nil
 	}
-	if tokenErr != nil {
-		return responderPlan{off: fmt.Sprintf("%v; %s", tokenErr, tokenHowTo)}
+	_, err = peer.NewResponder(responderSettings(cfg, device))
+	if isTokenError(err) {
+		return "", errors.New(offReason(err))
 	}
-	err := ctrl.CheckAuthenticated(cfg.Listen, token, cfg.TLS.Ctrl())
+	if err != nil {
+		return offReason(err), nil
+	}
+	return "", nil
+}
+
+// apply puts the section in force. Its error is what a reload reports:
+// a token file that cannot be read (the responder stays off, or keeps
+// the token in force), or a control address that cannot be listened on;
+// at start, the second ends the exporter.
+func (x *responder) apply(cfg config.Responder) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.r != nil {
+		return x.reload(cfg)
+	}
+	if !cfg.Enabled {
+		return nil
+	}
+	settings := responderSettings(cfg, x.device)
+	settings.Logger = x.logger
+	r, err := peer.NewResponder(settings)
+	if err == nil {
+		err = r.Listen()
+	}
+	var se *peer.SettingError
 	switch {
 	case err == nil:
-		return responderPlan{serve: true}
-	case cfg.AllowUnauthenticated:
-		return responderPlan{serve: true, unauthenticated: true}
+	case isTokenError(err):
+		x.logger.Warn("responder off: other nodes cannot probe this one", "reason", offReason(err))
+		return err
+	case errors.As(err, &se), errors.Is(err, ctrl.ErrUnauthenticated):
+		x.logger.Warn("responder off: other nodes cannot probe this one", "reason", offReason(err))
+		return nil
 	default:
-		return responderPlan{off: fmt.Sprintf("%v; %s (or set responder.allow_unauthenticated: true to serve anyway)", err, tokenHowTo)}
-	}
-}
-
-// register exposes the plan: alerts can find a fleet's responders that
-// are off or open.
-func (p responderPlan) register(reg prometheus.Registerer) {
-	gauge := func(name, help string, on bool) {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
-		if on {
-			g.Set(1)
-		}
-		reg.MustRegister(g)
-	}
-	gauge("rdmarun_exporter_responder_enabled", "1 when the built-in responder answers other nodes' probes.", p.serve)
-	gauge("rdmarun_exporter_responder_unauthenticated", "1 when the responder serves a network address without a token or client certificates (responder.allow_unauthenticated).", p.unauthenticated)
-}
-
-// serveResponder answers other nodes' probes on device until ctx ends.
-func serveResponder(ctx context.Context, cfg config.Responder, device, token string, logger *slog.Logger) error {
-	var tlsCfg *tls.Config
-	if cfg.TLS.CertFile != "" {
-		var err error
-		if tlsCfg, err = cfg.TLS.Ctrl().ServerConfig(); err != nil {
-			return err
-		}
-	}
-	lim := cfg.Limits()
-	scfg := peer.ServerConfig{Device: device, GIDIndex: rdma.AutoGIDIndex, Token: token, Logger: logger,
-		MaxConcurrent: lim.MaxConcurrent, MaxMemory: lim.MaxMemory, MaxQPs: lim.MaxQPs, MaxTest: lim.MaxTest, LimitKeys: peer.LimitKeys(lim.Keys)}
-	srv, err := peer.NewServer(scfg)
-	if err != nil {
-		return err
-	}
-	// The CM listener starts first: a prober that reaches the control
-	// port may connect its QPs through the CM at once.
-	if cfg.CMPort >= 0 {
-		addr, err := srv.ListenCM(netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(cfg.CMPort)))
-		if err != nil {
-			logger.Warn("responder not listening for rdma_cm connections; probes with connect: rdma_cm will be refused", "cm_port", cfg.CMPort, "err", err)
-		} else {
-			logger.Info("responder listening for rdma_cm connections", "cm_listen", addr.String())
-		}
-	}
-	ln, err := ctrl.Listen(cfg.Listen, tlsCfg)
-	if err != nil {
-		srv.CloseCM()
-		return err
+		x.logger.Error("responder off: it cannot serve", "err", err)
+		return fmt.Errorf("responder: %w", err)
 	}
 	go func() {
-		if err := srv.Serve(ctx, ln); err != nil {
-			logger.Error("responder stopped", "err", err)
+		if err := r.Serve(x.ctx); err != nil {
+			x.logger.Error("responder stopped", "err", err)
+			x.enabled.Set(0)
 		}
 	}()
-	logger.Info("responder listening", "address", ln.Addr().String(), "device", device)
+	x.r, x.on = r, cfg
+	x.enabled.Set(1)
+	x.unauthenticated.Set(gauge(r.Open()))
 	return nil
+}
+
+// reload reads the running responder's token file again, and names the
+// settings that changed without taking effect.
+func (x *responder) reload(cfg config.Responder) error {
+	if keys := changedKeys(reflect.ValueOf(x.on), reflect.ValueOf(cfg), "responder."); len(keys) > 0 {
+		x.logger.Warn("responder settings changed; they take effect when the exporter restarts", "keys", strings.Join(keys, ", "))
+	}
+	changed, err := x.r.ReloadToken(cfg.TokenFile)
+	if err != nil {
+		x.logger.Warn("responder: keeping the token in force", "err", err)
+		return fmt.Errorf("responder: keeping the token in force: %w", err)
+	}
+	x.on.TokenFile = cfg.TokenFile
+	x.unauthenticated.Set(gauge(x.r.Open()))
+	if changed {
+		// Never the token itself: logs are kept, and read by many.
+		x.logger.Info("responder token reloaded: new connections must prove the new one", "file", cfg.TokenFile)
+	}
+	return nil
+}
+
+// serving reports whether the responder answers.
+func (x *responder) serving() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.r != nil
+}
+
+func isTokenError(err error) bool {
+	var se *peer.SettingError
+	return errors.As(err, &se) && se.Key == responderKeys.TokenFile
+}
+
+// offReason is why the responder is off, with the fix.
+func offReason(err error) string {
+	switch {
+	case isTokenError(err):
+		return fmt.Sprintf("%v; %s", err, tokenHowTo)
+	case errors.Is(err, ctrl.ErrUnauthenticated):
+		return fmt.Sprintf("%v; %s (or set responder.allow_unauthenticated: true to serve anyway)", err, tokenHowTo)
+	}
+	return err.Error()
+}
+
+// changedKeys names the keys whose values differ between two values of
+// one struct type, token_file aside: a reload reads it.
+func changedKeys(was, now reflect.Value, prefix string) []string {
+	var keys []string
+	for i := range was.NumField() {
+		f := was.Type().Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case !f.IsExported() || name == "" || name == "token_file":
+		case f.Type.Kind() == reflect.Struct:
+			keys = append(keys, changedKeys(was.Field(i), now.Field(i), prefix+name+".")...)
+		case !was.Field(i).Equal(now.Field(i)):
+			keys = append(keys, prefix+name)
+		}
+	}
+	return keys
+}
+
+func gauge(on bool) float64 {
+	if on {
+		return 1
+	}
+	return 0
 }

@@ -9,8 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,48 +22,65 @@ import (
 	"github.com/rdmarun/rdmarun/exporter/config"
 )
 
-func TestPlanResponder(t *testing.T) {
-	network := config.Responder{Enabled: true, Listen: ":18520"}
+// TestOffReason: a responder that cannot start says why, with the fix
+// in the exporter's terms; an allowance does not cover a token file that
+// is named but unreadable (a mistake, not a choice); --config.check
+// fails on that one only.
+func TestOffReason(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(ctrl.TokenEnv, "")
+	missing := filepath.Join(dir, "token")
+	network := config.Responder{Enabled: true, Listen: ":18520", DevicePort: 1, Relay: true}
 	allowed := network
 	allowed.AllowUnauthenticated = true
-	mtls := network
-	mtls.TLS = config.TLS{CertFile: "c", KeyFile: "k", ClientCAFile: "ca"}
-	loopback := config.Responder{Enabled: true, Listen: "127.0.0.1:18520"}
-	missing := errors.New("token file: open /etc/rdmarun/token: no such file or directory")
+	allowedMissing := allowed
+	allowedMissing.TokenFile = missing
 	for _, tc := range []struct {
-		name     string
-		cfg      config.Responder
-		token    string
-		tokenErr error
-		want     responderPlan
-		offHas   []string
+		name   string
+		cfg    config.Responder
+		offHas []string // --config.check's warning; none when it serves
+		errHas []string // --config.check's error
 	}{
 		{name: "disabled", cfg: config.Responder{Listen: ":18520"}},
-		{name: "token", cfg: network, token: "s3cret", want: responderPlan{serve: true}},
-		{name: "client certificates", cfg: mtls, want: responderPlan{serve: true}},
-		{name: "loopback", cfg: loopback, want: responderPlan{serve: true}},
-		{name: "allowed", cfg: allowed, want: responderPlan{serve: true, unauthenticated: true}},
-		{name: "no token", cfg: network, offHas: []string{"reachable from the network", "rdmarun token --owner rdmarun /etc/rdmarun/token", "every node", "allow_unauthenticated: true"}},
-		// An allowance does not cover a token file that is named but
-		// unreadable: that is a mistake, not a choice.
-		{name: "token file missing", cfg: allowed, tokenErr: missing, offHas: []string{missing.Error(), "rdmarun token --owner rdmarun /etc/rdmarun/token", "every node"}},
+		{name: "loopback", cfg: config.Responder{Enabled: true, Listen: "127.0.0.1:18520"}},
+		{name: "allowed", cfg: allowed},
+		{name: "no token", cfg: network, offHas: []string{"reachable from the network", "rdmarun token --owner rdmarun /etc/rdmarun/token", "every node",
+			"systemctl reload rdmarun_exporter", "allow_unauthenticated: true"}},
+		{name: "token file missing, allowed", cfg: allowedMissing, errHas: []string{"responder.token_file: token file: open " + missing,
+			"rdmarun token --owner rdmarun /etc/rdmarun/token", "every node", "systemctl reload rdmarun_exporter"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := planResponder(tc.cfg, tc.token, tc.tokenErr)
-			off := got.off
-			got.off = ""
-			if got != tc.want {
-				t.Errorf("plan %+v, want %+v", got, tc.want)
-			}
-			if (off != "") != (tc.offHas != nil) {
-				t.Errorf("off reason %q, want one: %v", off, tc.offHas != nil)
+			off, err := checkResponder(tc.cfg, "")
+			if (off != "") != (tc.offHas != nil) || (err != nil) != (tc.errHas != nil) {
+				t.Fatalf("off %q, error %v; want a reason %v, an error %v", off, err, tc.offHas != nil, tc.errHas != nil)
 			}
 			for _, s := range tc.offHas {
 				if !strings.Contains(off, s) {
 					t.Errorf("off reason %q lacks %q", off, s)
 				}
 			}
+			for _, s := range tc.errHas {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
 		})
+	}
+}
+
+// TestChangedKeys: a reload names, by their keys, the responder settings
+// that changed and wait for a restart; a new token_file is read at once
+// and is not among them.
+func TestChangedKeys(t *testing.T) {
+	was := config.Responder{Enabled: true, Listen: ":18520", TokenFile: "a", TLS: config.TLS{CertFile: "c"}, MaxQPs: 64}
+	now := was
+	now.TokenFile, now.Listen, now.MaxQPs, now.TLS.RelayCAFile = "b", ":1", 8, "ca"
+	got := changedKeys(reflect.ValueOf(was), reflect.ValueOf(now), "responder.")
+	if want := []string{"responder.listen", "responder.tls.relay_ca_file", "responder.max_qps"}; !slices.Equal(got, want) {
+		t.Errorf("changed %q, want %q", got, want)
+	}
+	if got := changedKeys(reflect.ValueOf(was), reflect.ValueOf(was), "responder."); len(got) != 0 {
+		t.Errorf("no change: %q", got)
 	}
 }
 
@@ -109,7 +129,7 @@ func TestResponderStartLog(t *testing.T) {
 			name:      "no token file",
 			responder: "  listen: \":18520\"\n  token_file: TOKEN\n",
 			metrics:   []string{"rdmarun_exporter_responder_enabled 0", "rdmarun_exporter_responder_unauthenticated 0"},
-			log:       "level=WARN source=main.go:NN msg=\"responder off: other nodes cannot probe this one\" reason=\"token file: open TOKEN: no such file or directory; create the fleet's token once with `rdmarun token --owner rdmarun /etc/rdmarun/token`, copy that same file to every node, name it in responder.token_file, and restart\"",
+			log:       "level=WARN source=responder.go:NN msg=\"responder off: other nodes cannot probe this one\" reason=\"responder.token_file: token file: open TOKEN: no such file or directory; " + tokenHowTo + "\"",
 		},
 		{
 			// NewServer opens no device until a test comes, so a made-up
@@ -120,7 +140,7 @@ func TestResponderStartLog(t *testing.T) {
 			responder: "  listen: \"RESPONDER\"\n  allow_unauthenticated: true\n  cm_port: -1\n",
 			flags:     []string{"--device=fake0"},
 			metrics:   []string{"rdmarun_exporter_responder_enabled 1", "rdmarun_exporter_responder_unauthenticated 1"},
-			log:       "level=WARN source=main.go:NN msg=\"responder serves without authentication (responder.allow_unauthenticated)\" listen=RESPONDER risk=\"anyone who connects gets rkeys to this host's registered memory\"",
+			log:       "level=WARN source=responder.go:NN msg=\"serving without authentication (responder.allow_unauthenticated)\" listen=[::]:PORT risk=\"anyone who connects gets rkeys to this host's registered memory\"",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,8 +148,8 @@ func TestResponderStartLog(t *testing.T) {
 			token := filepath.Join(dir, "token")
 			// A wildcard address with a free port: reachable from the
 			// network, as the check requires.
-			responderAddr := ":" + strings.Split(freeAddr(t), ":")[1]
-			r := strings.NewReplacer("TOKEN", token, "RESPONDER", responderAddr)
+			port := strings.Split(freeAddr(t), ":")[1]
+			r := strings.NewReplacer("TOKEN", token, "RESPONDER", ":"+port, "PORT", port)
 			cfgFile := writeFile(t, dir, "rdmarun_exporter.yml", []byte("responder:\n"+r.Replace(tc.responder)))
 			addr := freeAddr(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -167,8 +187,8 @@ func TestResponderStartLog(t *testing.T) {
 			_ = cmd.Wait()
 			var lines []string
 			for _, l := range strings.Split(stderr.String(), "\n") {
-				if strings.Contains(l, "msg=\"responder") && strings.Contains(l, "level=WARN") {
-					lines = append(lines, sourceLine.ReplaceAllString(l[strings.Index(l, "level="):], "main.go:NN"))
+				if strings.Contains(l, "responder") && strings.Contains(l, "level=WARN") {
+					lines = append(lines, sourceLine.ReplaceAllString(l[strings.Index(l, "level="):], "$1:NN"))
 				}
 			}
 			want := r.Replace(tc.log)
@@ -179,4 +199,156 @@ func TestResponderStartLog(t *testing.T) {
 	}
 }
 
-var sourceLine = regexp.MustCompile(`main\.go:\d+`)
+var sourceLine = regexp.MustCompile(`(\w+\.go):\d+`)
+
+// syncBuffer is a bytes.Buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestResponderTokenReload runs the exporter as a process with its
+// responder on loopback and a token file that does not exist yet: the
+// responder is off (nothing listens) until the file exists and a SIGHUP
+// reloads; then a client that proves the token is served and one with
+// another is refused. A rotated token takes effect at the next reload
+// (POST /-/reload), and a file that disappears keeps the token in force.
+// No token is ever logged. The handshake happens before any verbs call,
+// and the responder opens its device only for a test, so a made-up
+// device serves here.
+func TestResponderTokenReload(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	responderAddr := freeAddr(t)
+	cfgFile := writeFile(t, dir, "rdmarun_exporter.yml", []byte("responder:\n  listen: "+responderAddr+"\n  token_file: token\n  cm_port: -1\n"))
+	addr := freeAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWebHelperProcess$", "--", "--config.file="+cfgFile,
+		"--web.listen-address="+addr, "--device=fake0", "--log.level=debug")
+	cmd.Env = append(os.Environ(), "RDMARUN_EXPORTER_HELPER_PROCESS=1", ctrl.TokenEnv+"=")
+	var log syncBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	base := "http://" + addr
+	metric := func() string {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	waitFor := func(what, want string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metric(), want); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no %q in /metrics within 10 s\n%s", what, want, log.String())
+			}
+		}
+	}
+	reload := func() (int, string) {
+		t.Helper()
+		resp, err := http.Post(base+"/-/reload", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	handshake := func(token string) error {
+		t.Helper()
+		hctx, hcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer hcancel()
+		nc, err := ctrl.Dial(hctx, responderAddr, nil)
+		if err != nil {
+			return err
+		}
+		c, err := ctrl.Client(hctx, nc, token)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	const first, second = "fleet-token-one-7c1e", "fleet-token-two-93ab"
+
+	waitFor("at start", "rdmarun_exporter_responder_enabled 0")
+	if err := handshake(first); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("before the token exists: %v, want the connection refused", err)
+	}
+	// A reload that still finds no token says so.
+	if code, body := reload(); code != http.StatusInternalServerError || !strings.Contains(body, "responder.token_file: token file: open "+tokenFile) {
+		t.Errorf("reload without the token: %d %q, want 500 naming responder.token_file", code, body)
+	}
+
+	writeFile(t, dir, "token", []byte(first+"\n"))
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("after SIGHUP with the token", "rdmarun_exporter_responder_enabled 1")
+	if err := handshake(first); err != nil {
+		t.Errorf("the token: %v", err)
+	}
+	if err := handshake("not-the-fleet-token"); !errors.Is(err, ctrl.ErrAuth) {
+		t.Errorf("another token: %v, want ctrl.ErrAuth", err)
+	}
+
+	writeFile(t, dir, "token", []byte(second+"\n"))
+	if code, body := reload(); code != http.StatusOK {
+		t.Errorf("reload of a rotated token: %d %q", code, body)
+	}
+	if err := handshake(second); err != nil {
+		t.Errorf("the rotated token: %v", err)
+	}
+	if err := handshake(first); !errors.Is(err, ctrl.ErrAuth) {
+		t.Errorf("the old token after the rotation: %v, want ctrl.ErrAuth", err)
+	}
+
+	if err := os.Remove(tokenFile); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := reload(); code != http.StatusInternalServerError || !strings.Contains(body, "keeping the token in force") {
+		t.Errorf("reload with the token file gone: %d %q, want 500, the token kept", code, body)
+	}
+	if err := handshake(second); err != nil {
+		t.Errorf("the token in force after its file went: %v", err)
+	}
+	if !strings.Contains(metric(), "rdmarun_exporter_responder_enabled 1") {
+		t.Error("the responder went off when its token file went")
+	}
+
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	out := log.String()
+	for _, want := range []string{`msg="responder off: other nodes cannot probe this one"`, `msg="responder serving" listen=` + responderAddr + " device=fake0",
+		`msg="responder token reloaded: new connections must prove the new one"`, `msg="responder: keeping the token in force"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %s\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{first, second} {
+		if strings.Contains(out, secret) {
+			t.Errorf("a token is in the log:\n%s", out)
+		}
+	}
+}

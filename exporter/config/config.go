@@ -21,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/internal/yamlerr"
 )
 
@@ -67,6 +68,11 @@ func Load(path string) (*Config, error) {
 			return nil, fmt.Errorf("config %s: responder: tls: %w", path, err)
 		}
 	}
+	if r := c.Responder; r.Enabled && r.TLS.RelayCAFile != "" {
+		if err := (ctrl.TLSConfig{CAFile: r.TLS.RelayCAFile}).Validate(); err != nil {
+			return nil, fmt.Errorf("config %s: responder: tls: relay_ca_file: %w", path, err)
+		}
+	}
 	return c, nil
 }
 
@@ -75,11 +81,11 @@ func Load(path string) (*Config, error) {
 func Parse(b []byte) (*Config, error) { return parse("", b) }
 
 func parse(name string, b []byte) (*Config, error) {
-	empty, err := checkShape(name, b, reflect.TypeFor[configYAML](), yamlerr.Schema{As: shapes})
+	root, err := checkShape(name, b, reflect.TypeFor[configYAML](), yamlerr.Schema{As: shapes})
 	if err != nil {
 		return nil, err
 	}
-	if empty {
+	if isEmpty(root) {
 		// An empty file is a node that only answers probes.
 		return &Config{Targets: defaultTargets, Responder: defaultResponder, Doctor: defaultDoctor}, nil
 	}
@@ -87,8 +93,18 @@ func parse(name string, b []byte) (*Config, error) {
 	if err := decodeStrict(b, c); err != nil {
 		return nil, err
 	}
+	// The responder's values are checked here, not as they decode: here
+	// their places in the file are known.
+	errs := &yamlerr.Collector{File: name}
+	c.Responder.check(errs, valueOf(root, "responder"))
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
+
+// isEmpty reports whether a document holds no value at all.
+func isEmpty(root *yaml.Node) bool { return root == nil || yamlerr.IsNull(root) }
 
 // shapes are the types that decode themselves from YAML of another shape
 // than their fields', for yamlerr.Schema.
@@ -99,16 +115,18 @@ var shapes = map[reflect.Type]reflect.Type{
 
 // checkShape reports every value of b that does not fit t, and every
 // unknown key, placed in the file called name, before the decoder sees
-// them: it would report only the first, by line and Go type. It reports
-// whether b holds no value at all.
-func checkShape(name string, b []byte, t reflect.Type, s yamlerr.Schema) (empty bool, err error) {
+// them: it would report only the first, by line and Go type. It returns
+// the document's top node, nil when b holds none.
+func checkShape(name string, b []byte, t reflect.Type, s yamlerr.Schema) (*yaml.Node, error) {
 	c := &yamlerr.Collector{File: name}
 	root := yamlerr.Parse(c, b)
 	if root != nil {
 		s.Check(c, root, t)
 	}
-	err = c.Err()
-	return err == nil && (root == nil || yamlerr.IsNull(root)), err
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	return root, nil
 }
 
 // decodeStrict decodes what checkShape passed. Unknown keys are refused
@@ -174,6 +192,7 @@ func (c *Config) resolvePaths(dir string) {
 	abs(&c.Responder.TLS.CertFile)
 	abs(&c.Responder.TLS.KeyFile)
 	abs(&c.Responder.TLS.ClientCAFile)
+	abs(&c.Responder.TLS.RelayCAFile)
 }
 
 // configYAML is a Config as written.

@@ -58,9 +58,10 @@ func TestLoadGood(t *testing.T) {
 			MaxProbeSeries:     2000,
 		},
 		Responder: Responder{
-			Listen: "127.0.0.1:9999", CMPort: 18521, Device: "rxe0", TokenFile: "testdata/token",
-			TLS:           TLS{CertFile: "testdata/tls/cert.pem", KeyFile: "testdata/tls/key.pem", ClientCAFile: "/etc/ca.pem"},
+			Listen: "127.0.0.1:9999", CMPort: 18521, Device: "rxe0", DevicePort: 2, TokenFile: "testdata/token",
+			TLS:           TLS{CertFile: "testdata/tls/cert.pem", KeyFile: "testdata/tls/key.pem", ClientCAFile: "/etc/ca.pem", RelayCAFile: "testdata/tls/relay-ca.pem"},
 			MaxConcurrent: 8, MaxMemory: "256MiB", maxMemory: 256 << 20, MaxQPs: 64, MaxTest: 2 * time.Minute,
+			MaxSessions: 0, SessionIdle: time.Minute,
 		},
 		Mesh: Mesh{
 			MaxTargets: 16, Rotate: 30 * time.Minute, Source: "node-c",
@@ -95,7 +96,8 @@ func TestParseDefaults(t *testing.T) {
 		if c.Targets.MaxProbesPerSecond != 10 || c.Targets.Jitter != 0.1 || c.Targets.MaxPerModule != 1000 || c.Targets.MaxProbeSeries != 5000 {
 			t.Errorf("Parse(%q) targets = %+v, want rate 10, jitter 0.1, max_per_module 1000, max_probe_series 5000", in, c.Targets)
 		}
-		if want := (Responder{Enabled: true, Listen: ":18520", CMPort: 18521, MaxConcurrent: 4, MaxMemory: "1GiB", maxMemory: 1 << 30, MaxQPs: 64, MaxTest: 10 * time.Minute}); c.Responder != want {
+		if want := (Responder{Enabled: true, Listen: ":18520", CMPort: 18521, DevicePort: 1, Relay: true, MaxConcurrent: 4, MaxMemory: "1GiB", maxMemory: 1 << 30, MaxQPs: 64, MaxTest: 10 * time.Minute,
+			MaxSessions: 256, SessionIdle: 5 * time.Minute}); c.Responder != want {
 			t.Errorf("Parse(%q) responder = %+v, want %+v", in, c.Responder, want)
 		}
 	}
@@ -128,14 +130,9 @@ func TestLoadBadConfigs(t *testing.T) {
 		{"device-port", `target "n1": device_port 0 is outside 1..255`},
 		{"dns-device-port", `dns target "peers.example": device_port 256 is outside 1..255`},
 		{"duplicate-target", `targets: duplicate target name "n1"`},
-		{"tls-half", `responder: tls: cert_file and key_file go together`},
 		{"warmup", `module "m": warmup 0: want 1 to 100000 round trips before the measured ones (a run's first round trip is its slowest: perftest leaves it out too)`},
 		{"count", `module "m": count 100001: want 1 to 100000 round trips per probe (more is a benchmark: rdmarun bench)`},
-		{"responder-max-memory", `responder: max_memory: size "lots" is not a whole number with an optional unit (B, KiB, MiB, GiB, KB, MB, GB)`},
-		{"responder-max-memory-zero", `responder: max_memory 0: want a positive size such as 256MiB (the default is 1GiB)`},
-		{"responder-max-concurrent", `responder: max_concurrent 0: want 1 or more tests at once (the default is 4)`},
-		{"responder-max-qps", `responder: max_qps -1: want 1 or more QPs per test (the default is 64)`},
-		{"responder-max-test", `responder: max_test 0s: want a positive duration (the default is 10m0s)`},
+		{"responder-relay-ca-missing", "responder: tls: relay_ca_file: ctrl: TLS CAFile testdata/no-such-ca.pem does not exist"},
 		{"responder-tls-missing", "responder: tls: ctrl: TLS CertFile testdata/no-such-cert.pem does not exist\nctrl: TLS KeyFile testdata/no-such-key.pem does not exist"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -333,6 +330,10 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		// What loads must run: the load-time check is the only one.
+		r, rc := c.Responder, &yamlerr.Collector{}
+		if r.check(rc, nil); rc.Err() != nil || r.maxMemory <= 0 {
+			t.Errorf("a responder out of its ranges loaded: %+v: %v", c.Responder, rc.Err())
+		}
 		for name, m := range c.Modules {
 			if len(m.Tests) == 0 {
 				t.Errorf("module %s loaded with no tests", name)
@@ -468,7 +469,7 @@ func TestPackagedConfig(t *testing.T) {
 	for _, m := range commented.FindAllStringSubmatch(responder, -1) {
 		keys = append(keys, strings.Split(m[1], ":")[0])
 	}
-	for _, want := range []string{"max_concurrent", "max_memory", "max_qps", "max_test"} {
+	for _, want := range []string{"max_concurrent", "max_memory", "max_qps", "max_test", "max_sessions", "session_idle", "relay"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("responder.%s is not shown; shown: %q", want, keys)
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // TestLoadMalformed: a value of the wrong shape, an unknown or repeated
-// key and a syntax error, at every depth of the file, are reported at
+// key and a syntax error, at every depth of the file, and a responder
+// value of the right shape but out of its range, are reported at
 // file:line:col under their key path, with what was found and what to
 // write, and all of a file's at once. Each testdata/malformed file is a
 // case: targetfile-* a targets file, the others a configuration.
@@ -61,8 +62,30 @@ many.yml:14:1: unknown key "doctr"; did you mean "doctor"?`},
 		{"responder-cm-port-word.yml", `responder-cm-port-word.yml:2:12: responder.cm_port: want a whole number, not "cm"`},
 		{"responder-enabled-word.yml", `responder-enabled-word.yml:2:12: responder.enabled: want true or false, not "yes please"`},
 		{"responder-max-memory-list.yml", `responder-max-memory-list.yml:2:15: responder.max_memory: want a size such as 256MiB, not a list`},
-		{"responder-tls-scalar.yml", `responder-tls-scalar.yml:2:8: responder.tls: want a mapping of keys (cert_file, key_file, client_ca_file), not "cert.pem"`},
-		{"responder-unknown-key.yml", `responder-unknown-key.yml:2:3: responder: unknown key "listen_addr"; allowed here: enabled, listen, cm_port, device, token_file, tls, allow_unauthenticated, max_concurrent, max_memory, max_qps, max_test`},
+		{"responder-tls-scalar.yml", `responder-tls-scalar.yml:2:8: responder.tls: want a mapping of keys (cert_file, key_file, client_ca_file, relay_ca_file), not "cert.pem"`},
+		{"responder-unknown-key.yml", `responder-unknown-key.yml:2:3: responder: unknown key "listen_addr"; allowed here: enabled, listen, cm_port, device, device_port, token_file, tls, allow_unauthenticated, relay, max_concurrent, max_memory, max_qps, max_test, max_sessions, session_idle`},
+		{"responder-cm-port-range.yml", `responder-cm-port-range.yml:2:12: responder.cm_port: want a port from 0 to 65535 (0: the CM picks one), or -1 for no rdma_cm listener, not 70000`},
+		{"responder-device-port-word.yml", `responder-device-port-word.yml:2:16: responder.device_port: want a whole number, not "first"`},
+		{"responder-device-port-zero.yml", `responder-device-port-zero.yml:2:16: responder.device_port: want a port of the device from 1 to 255 (the default is 1), not 0`},
+		{"responder-listen-no-port.yml", `responder-listen-no-port.yml:2:11: responder.listen: address "10.0.0.1" must be host:port (missing port in address)`},
+		{"responder-many.yml", `
+responder-many.yml:3:12: responder.max_qps: want 1 or more QPs per test (the default is 64), not 0
+responder-many.yml:4:17: responder.max_sessions: want 0 (keep none) or more sessions (the default is 256), not -2
+responder-many.yml:5:17: responder.session_idle: want a positive duration (the default is 5m0s), not -1s
+responder-many.yml:6:16: responder.device_port: want a port of the device from 1 to 255 (the default is 1), not 256`},
+		{"responder-max-concurrent-zero.yml", `responder-max-concurrent-zero.yml:2:19: responder.max_concurrent: want 1 or more tests at once (the default is 4), not 0`},
+		{"responder-max-memory-word.yml", `responder-max-memory-word.yml:2:15: responder.max_memory: size "lots" is not a whole number with an optional unit (B, KiB, MiB, GiB, KB, MB, GB)`},
+		{"responder-max-memory-zero.yml", `responder-max-memory-zero.yml:2:15: responder.max_memory: want a positive size such as 256MiB (the default is 1GiB), not 0`},
+		{"responder-max-qps-negative.yml", `responder-max-qps-negative.yml:2:12: responder.max_qps: want 1 or more QPs per test (the default is 64), not -1`},
+		{"responder-max-sessions-negative.yml", `responder-max-sessions-negative.yml:2:17: responder.max_sessions: want 0 (keep none) or more sessions (the default is 256), not -1`},
+		{"responder-max-sessions-word.yml", `responder-max-sessions-word.yml:2:17: responder.max_sessions: want a whole number, not "many"`},
+		{"responder-max-test-zero.yml", `responder-max-test-zero.yml:2:13: responder.max_test: want a positive duration (the default is 10m0s), not 0s`},
+		{"responder-relay-ca-list.yml", `responder-relay-ca-list.yml:3:20: responder.tls.relay_ca_file: want a file path, not a list`},
+		{"responder-relay-word.yml", `responder-relay-word.yml:2:10: responder.relay: want true or false, not "sometimes"`},
+		{"responder-session-idle-number.yml", `responder-session-idle-number.yml:2:17: responder.session_idle: want a duration such as 5s, not "300"; give it a unit, such as 300s`},
+		{"responder-session-idle-zero.yml", `responder-session-idle-zero.yml:2:17: responder.session_idle: want a positive duration (the default is 5m0s), not 0s`},
+		{"responder-tls-client-ca-alone.yml", `responder-tls-client-ca-alone.yml:2:8: responder.tls: client_ca_file needs cert_file and key_file: clients are asked for certificates over TLS`},
+		{"responder-tls-half.yml", `responder-tls-half.yml:2:8: responder.tls: cert_file and key_file go together: give both, or neither`},
 		{"second-document.yml", `second-document.yml:3:1: a second YAML document; the file holds one (remove the ---)`},
 		{"syntax-tab.yml", `syntax-tab.yml:2: not valid YAML: found character that cannot start any token; the line is indented with a tab, and YAML indents with spaces only`},
 		{"syntax.yml", `syntax.yml:3: not valid YAML: mapping values are not allowed in this context`},

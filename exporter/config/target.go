@@ -101,8 +101,8 @@ func LoadTargetFile(path string) ([]Target, error) {
 func ParseTargets(b []byte) ([]Target, error) { return parseTargets("", b) }
 
 func parseTargets(name string, b []byte) ([]Target, error) {
-	empty, err := checkShape(name, b, reflect.TypeFor[[]Target](), targetFileSchema)
-	if err != nil || empty {
+	root, err := checkShape(name, b, reflect.TypeFor[[]Target](), targetFileSchema)
+	if err != nil || isEmpty(root) {
 		return nil, err
 	}
 	var ts []Target
