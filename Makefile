@@ -169,10 +169,10 @@ COMPARE_TRIALS ?= 40
 COMPARE_DELAY_TRIALS ?= 10
 .PHONY: compare-trials
 compare-trials: testbed-build $(TESTBIN)/runner.testbed.test
-	TESTBED_TIMEOUT=$$(( $(COMPARE_TRIALS) * 20 + $(COMPARE_DELAY_TRIALS) * 40 + 300 )) \
+	TESTBED_TIMEOUT=$$(( $(COMPARE_TRIALS) * 30 + $(COMPARE_DELAY_TRIALS) * 50 + 300 )) \
 		TESTBED_ENV="COMPARE_TRIALS=$(COMPARE_TRIALS) COMPARE_DELAY_TRIALS=$(COMPARE_DELAY_TRIALS)" \
 		testbed/gotest.sh $(TESTBIN)/runner.testbed.test runner -test.run '^TestCompare(Quiet|Delayed)VM$$' -test.v \
-		-test.timeout $$(( $(COMPARE_TRIALS) * 20 + $(COMPARE_DELAY_TRIALS) * 40 + 200 ))s
+		-test.timeout $$(( $(COMPARE_TRIALS) * 30 + $(COMPARE_DELAY_TRIALS) * 50 + 200 ))s
 
 # The fleet's false-alarm budget: FLEET_REPEAT healthy 4-host all-pairs
 # runs with confirm: 0, then as many with confirm: 1 (no run may fail; no
