@@ -34,6 +34,7 @@ import (
 	"github.com/rdmarun/rdmarun/exporter/collector"
 	"github.com/rdmarun/rdmarun/exporter/config"
 	"github.com/rdmarun/rdmarun/exporter/doctorcollector"
+	"github.com/rdmarun/rdmarun/exporter/exposition"
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/exporter/targets"
 	buildversion "github.com/rdmarun/rdmarun/internal/version"
@@ -136,7 +137,7 @@ func run(args []string) int {
 	// The probe metrics are registered on the /metrics handler, which
 	// writes them itself (the registry's path cost 80 ms of CPU per
 	// scrape at 1,000 targets) and gathers the rest from reg.
-	scrape := prober.NewScrapeHandler(reg)
+	scrape := exposition.NewHandler(reg)
 	mgr := targets.NewManager(scrape, prober.PeerTransport{Token: token, Logger: logger}, device, id, logger)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
