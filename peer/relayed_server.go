@@ -98,10 +98,7 @@ func (s *Server) serveRelay(ctx context.Context, c *ctrl.Conn, payload json.RawM
 	if gone := <-left; gone != nil {
 		return fmt.Errorf("relayed test to %s stopped: the coordinator went away: %w", addr, gone)
 	}
-	var msg relayResultMsg
-	if runErr == nil {
-		msg, runErr = relayResultOf(res)
-	}
+	msg := relayResultMsg{Result: res}
 	if runErr != nil {
 		msg = relayResultMsg{Error: relayFailureOf(addr, runErr)}
 	}
