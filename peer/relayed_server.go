@@ -94,9 +94,8 @@ func (s *Server) serveRelay(ctx context.Context, c *ctrl.Conn, payload json.RawM
 	if gone := <-left; gone != nil {
 		return fmt.Errorf("relayed test to %s stopped: the coordinator went away: %w", addr, gone)
 	}
-	var msg relayResultMsg
+	msg := relayResultMsg{Result: res}
 	if runErr == nil {
-		msg, runErr = relayResultOf(res)
 		msg.LinkGbps = portRate(res.Requester.Device, res.Requester.Port)
 	}
 	if runErr != nil {

@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/rdmarun/rdmarun/ctrl"
 	"github.com/rdmarun/rdmarun/rdma"
 )
@@ -180,21 +180,22 @@ func TestRelayWait(t *testing.T) {
 	}
 }
 
-// A relayed latency result keeps its samples: the histogram and buckets
-// a Result leaves out of its JSON travel beside it.
+// bucketCount is how many samples buckets hold.
+func bucketCount(buckets []rdma.Bucket) uint64 {
+	var n uint64
+	for _, b := range buckets {
+		n += b.Count
+	}
+	return n
+}
+
+// A relayed latency result keeps its samples: its buckets travel in its
+// JSON, and one whose buckets do not hold the samples its summary counts
+// is refused.
 func TestRelayResultKeepsSamples(t *testing.T) {
-	h := hdrhistogram.New(1, 60e9, 3)
-	for _, v := range []int64{1500, 1600, 1700, 90000} {
-		if err := h.RecordValue(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	in := &rdma.Result{Latency: &rdma.LatencyStats{RTT: rdma.Summary{Count: 4, P50: 1600}, Histogram: h, Buckets: []rdma.Bucket{{Ns: 1500, Count: 1}}}}
-	msg, err := relayResultOf(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(msg)
+	buckets := []rdma.Bucket{{Ns: 1500, Count: 1}, {Ns: 1600, Count: 2}, {Ns: 90000, Count: 1}}
+	in := &rdma.Result{Latency: &rdma.LatencyStats{RTT: rdma.Summary{Count: 4, P50: 1600}, Buckets: buckets}}
+	b, err := json.Marshal(relayResultMsg{Result: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,35 +207,53 @@ func TestRelayResultKeepsSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := out.Latency; !l.Histogram.Equals(h) || len(l.Buckets) != 1 || l.RTT.P50 != 1600 {
-		t.Errorf("after the trip: %+v, histogram %d samples", l, l.Histogram.TotalCount())
+	if l := out.Latency; !reflect.DeepEqual(l.Buckets, buckets) || l.RTT.P50 != 1600 {
+		t.Errorf("after the trip: %+v, want buckets %v", l, buckets)
 	}
-	back.Samples = back.Samples[1:]
-	if _, err := back.result(); err == nil || !strings.Contains(err.Error(), "holds 3 samples, the summary 4") {
-		t.Errorf("a result missing samples: %v, want the count mismatch", err)
+	for _, tc := range []struct {
+		name    string
+		buckets []rdma.Bucket
+		want    string
+	}{
+		{name: "a sample missing", buckets: buckets[1:], want: "the latency buckets hold 3 samples, the summary 4"},
+		{name: "no buckets", want: "the latency buckets hold 0 samples, the summary 4"},
+		{name: "a sample too many", buckets: append([]rdma.Bucket{{Ns: 1, Count: 1}}, buckets...), want: "more samples than the summary's 4"},
+		{name: "counts past 2^64 together", buckets: []rdma.Bucket{{Ns: 1, Count: 1 << 63}, {Ns: 2, Count: 1 << 63}, {Ns: 3, Count: 4}}, want: "more samples than the summary's 4"},
+	} {
+		back.Result.Latency.Buckets = tc.buckets
+		if _, err := back.result(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	back.Result.Latency.RTT.Count = -1
+	if _, err := back.result(); err == nil || !strings.Contains(err.Error(), "counts -1 samples") {
+		t.Errorf("a negative count: %v", err)
 	}
 }
 
 // FuzzRelayResult: whatever A sends back, reading it returns a result or
-// an error, never a panic.
+// an error, never a panic, and a latency result it returns has buckets
+// that hold the samples its summary counts.
 func FuzzRelayResult(f *testing.F) {
-	h := hdrhistogram.New(1, 60e9, 3)
-	_ = h.RecordValue(1234)
-	msg, err := relayResultOf(&rdma.Result{Latency: &rdma.LatencyStats{RTT: rdma.Summary{Count: 1}, Histogram: h}})
+	good, err := json.Marshal(relayResultMsg{Result: &rdma.Result{Latency: &rdma.LatencyStats{RTT: rdma.Summary{Count: 1}, Buckets: []rdma.Bucket{{Ns: 1234, Count: 1}}}}})
 	if err != nil {
 		f.Fatal(err)
 	}
-	good, _ := json.Marshal(msg)
 	f.Add(good)
+	f.Add([]byte(`{"result":{"latency":{"rtt":{"count":1},"buckets":[[5,1]]}}}`))
+	f.Add([]byte(`{"result":{"latency":{"rtt":{"count":2},"buckets":[[-1,1],[70000000000,1]]}}}`))
+	f.Add([]byte(`{"result":{"latency":{"rtt":{"count":3},"buckets":[[1,9223372036854775807],[2,9223372036854775807],[3,3]]}}}`))
 	f.Add([]byte(`{"result":{"latency":{"rtt":{"count":1}}},"samples":[[5,1]]}`))
-	f.Add([]byte(`{"result":{"latency":{"rtt":{"count":2}}},"samples":[[-1,1],[70000000000,1]]}`))
 	f.Add([]byte(`{"error":{"stage":"connecting","message":"x","unreachable":true}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m relayResultMsg
 		if json.Unmarshal(b, &m) != nil {
 			return
 		}
-		_, _ = m.result()
+		res, err := m.result()
+		if err == nil && res.Latency != nil && bucketCount(res.Latency.Buckets) != uint64(res.Latency.RTT.Count) {
+			t.Errorf("accepted buckets of %d samples for a summary of %d", bucketCount(res.Latency.Buckets), res.Latency.RTT.Count)
+		}
 	})
 }
 

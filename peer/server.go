@@ -33,7 +33,11 @@ type ServerConfig struct {
 	MaxTest time.Duration
 	// MaxConcurrent bounds the tests served at once; 0 means 4.
 	MaxConcurrent int
-	// HandshakeTimeout bounds each control step; 0 means 10 s.
+	// StepTimeout bounds each control step (the handshake, each message
+	// of a test, a refusal). A test is given one past its duration: at
+	// admission, to drain and answer, and in the retry time a busy
+	// responder tells other clients. A kept session's next run waits up
+	// to one for a test slot. 0 means 10 s.
 	StepTimeout time.Duration
 	// MaxSessions bounds the sessions kept between runs for clients that
 	// ask (a prober testing this responder every few seconds); a client

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
@@ -131,14 +130,12 @@ type relayOKMsg struct {
 }
 
 // relayResultMsg is A's answer: the result of its test against B, or
-// where and why it failed.
+// where and why it failed. A latency result's samples travel in it, as
+// its buckets (rdma.LatencyStats.Buckets), so a relayed result plots,
+// compares and exports like a local one.
 type relayResultMsg struct {
 	Result *rdma.Result  `json:"result,omitempty"`
 	Error  *relayFailure `json:"error,omitempty"`
-	// Samples (value, count: one pair per non-empty histogram bucket)
-	// carry the HDR histogram a Result keeps out of its JSON, so a
-	// relayed result plots and exports like a local one.
-	Samples [][2]int64 `json:"samples,omitempty"`
 	// LinkGbps is the rate of A's port, the requester's, which is what
 	// link_gbps means in a threshold: the coordinator runs no RDMA and
 	// cannot read it. 0 when A could not read it, and from a responder
@@ -147,52 +144,29 @@ type relayResultMsg struct {
 	LinkGbps float64 `json:"link_gbps,omitempty"`
 }
 
-// The geometry of rdma's latency histograms (LatencyStats: 1 ns to 60 s,
-// 3 significant digits). The receiver builds the histogram itself rather
-// than decode one: a peer must not choose how much memory it takes.
-const (
-	histLowest  = 1
-	histHighest = 60_000_000_000
-	histDigits  = 3
-)
-
-func relayResultOf(res *rdma.Result) (relayResultMsg, error) {
-	m := relayResultMsg{Result: res}
-	if l := res.Latency; l != nil {
-		h := l.HDR()
-		if h.LowestTrackableValue() != histLowest || h.HighestTrackableValue() != histHighest || h.SignificantFigures() != histDigits {
-			return m, fmt.Errorf("the latency histogram covers %d to %d ns at %d digits, not the %d to %d at %d a relay carries",
-				h.LowestTrackableValue(), h.HighestTrackableValue(), h.SignificantFigures(), histLowest, histHighest, histDigits)
-		}
-		for _, b := range h.Distribution() {
-			if b.Count > 0 {
-				m.Samples = append(m.Samples, [2]int64{b.From, b.Count})
-			}
-		}
-	}
-	return m, nil
-}
-
-// result is the Result the message carries, with its latency samples.
+// result is the Result the message carries, once its latency buckets are
+// known to hold the samples its summary counts: what reads the samples
+// (a report's buckets, rdmarun compare) must see the run the summary
+// describes.
 func (m relayResultMsg) result() (*rdma.Result, error) {
 	res := m.Result
 	if res == nil {
 		return nil, errors.New("no result and no error")
 	}
 	if l := res.Latency; l != nil {
-		h := hdrhistogram.New(histLowest, histHighest, histDigits)
-		for _, p := range m.Samples {
-			if p[1] <= 0 {
-				return nil, fmt.Errorf("latency sample %d ns counted %d times", p[0], p[1])
-			}
-			if err := h.RecordValues(p[0], p[1]); err != nil {
-				return nil, fmt.Errorf("latency sample %d ns: %w", p[0], err)
-			}
+		if l.RTT.Count < 0 {
+			return nil, fmt.Errorf("the latency summary counts %d samples", l.RTT.Count)
 		}
-		if h.TotalCount() != int64(l.RTT.Count) {
-			return nil, fmt.Errorf("the latency histogram holds %d samples, the summary %d", h.TotalCount(), l.RTT.Count)
+		want, left := uint64(l.RTT.Count), uint64(l.RTT.Count)
+		for _, b := range l.Buckets {
+			if b.Count > left {
+				return nil, fmt.Errorf("the latency buckets hold more samples than the summary's %d", want)
+			}
+			left -= b.Count
 		}
-		l.Histogram = h
+		if left != 0 {
+			return nil, fmt.Errorf("the latency buckets hold %d samples, the summary %d", want-left, want)
+		}
 	}
 	return res, nil
 }

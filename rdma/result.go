@@ -6,8 +6,6 @@ import (
 	"math"
 	"math/bits"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Result is one test run, with the settings it really ran with.
@@ -40,12 +38,9 @@ type Result struct {
 type LatencyStats struct {
 	RTT    Summary  `json:"rtt"`
 	OneWay *Summary `json:"one_way,omitempty"`
-	// Histogram holds every measured sample (1 ns to 60 s, 3 significant
-	// digits) once HDR has built it, or a relayed result came with it.
-	Histogram *hdrhistogram.Histogram `json:"-"`
-	// Buckets lists the samples compactly, only the non-empty 0.1%-wide
-	// buckets in rising order: what an exporter feeds its histograms with,
-	// without walking the HDR histogram's whole range per probe, and what
+	// Buckets lists every measured sample compactly, only the non-empty
+	// 0.1%-wide buckets in rising order: what an exporter feeds its
+	// histograms with, what a relayed result carries back, and what
 	// rdmarun compare resamples (a report keeps them for that).
 	Buckets []Bucket `json:"buckets,omitempty"`
 	// Delivery is a UD run's round trips: begun, answered, lost.
@@ -114,35 +109,15 @@ func newDirection(from, to string, msgs uint64, size int, first, last int64) Dir
 	return d
 }
 
-// HistogramRange is the range every latency histogram covers.
-const (
-	histMin   = 1
-	histMax   = 60_000_000_000 // 60 s
-	histDigit = 3
-)
-
-// newHistogram returns an empty latency histogram in nanoseconds.
-func newHistogram() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigit) }
+// histMax is the largest latency a bucket stands for, in ns (60 s): the
+// top of the HDR histogram (1 ns to 60 s, 3 significant digits) whose
+// percentiles percentileOf gives.
+const histMax = 60_000_000_000
 
 // moments are the exact running sums of a sample set.
 type moments struct {
 	n, sum, min, max uint64
 	sumsq            float64
-}
-
-// HDR returns the samples as an HDR histogram, built from Buckets on
-// first use. It is a quarter megabyte: a run's summary and a prober's
-// histograms come from Buckets, so only what needs the histogram itself
-// (a relayed result) pays for it.
-func (l *LatencyStats) HDR() *hdrhistogram.Histogram {
-	if l.Histogram == nil {
-		h := newHistogram()
-		for _, b := range l.Buckets {
-			_ = h.RecordValues(b.Ns, int64(b.Count))
-		}
-		l.Histogram = h
-	}
-	return l.Histogram
 }
 
 // summaryOf combines the exact moments with the percentiles of buckets,

@@ -1,5 +1,8 @@
-// Command rdmarun runs RDMA tests: on one node through a loopback pair, and
-// (later) against a remote responder, from YAML scenarios.
+// Command rdmarun runs RDMA tests from YAML scenarios (run, validate) or
+// flags (bench): on one node through a loopback pair, against a remote
+// responder, or across a fleet's pairs of hosts. It is that responder too
+// (serve), and compares reports (compare), checks a host (doctor), lists
+// devices and makes the token a fleet shares.
 package main
 
 import (

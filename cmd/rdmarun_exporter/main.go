@@ -36,6 +36,7 @@ import (
 	"github.com/rdmarun/rdmarun/exporter/collector"
 	"github.com/rdmarun/rdmarun/exporter/config"
 	"github.com/rdmarun/rdmarun/exporter/doctorcollector"
+	"github.com/rdmarun/rdmarun/exporter/exposition"
 	"github.com/rdmarun/rdmarun/exporter/prober"
 	"github.com/rdmarun/rdmarun/exporter/targets"
 	buildversion "github.com/rdmarun/rdmarun/internal/version"
@@ -145,7 +146,7 @@ func run(args []string) int {
 	// The probe metrics are registered on the /metrics handler, which
 	// writes them itself (the registry's path cost 80 ms of CPU per
 	// scrape at 1,000 targets) and gathers the rest from reg.
-	scrape := prober.NewScrapeHandler(reg)
+	scrape := exposition.NewHandler(reg)
 	mgr := targets.NewManager(scrape, probes, device, id, logger)
 
 	// The first scrape should see every target's series, so serving waits

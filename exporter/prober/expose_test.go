@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -17,8 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	"github.com/rdmarun/rdmarun/internal/promtooltest"
+	"github.com/rdmarun/rdmarun/exporter/exposition"
 	"github.com/rdmarun/rdmarun/rdma"
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
@@ -73,7 +73,7 @@ func randomProbes(m *Metrics, r *rand.Rand, n int) {
 }
 
 // scrapeBody is h's response to a scrape with these headers, decompressed.
-func scrapeBody(t *testing.T, h *ScrapeHandler, target string, headers map[string]string) (body []byte, contentType, encoding string) {
+func scrapeBody(t *testing.T, h http.Handler, target string, headers map[string]string) (body []byte, contentType, encoding string) {
 	t.Helper()
 	req := httptest.NewRequest("GET", target, nil)
 	for k, v := range headers {
@@ -116,11 +116,11 @@ func decodeProto(t *testing.T, body []byte) []*dto.MetricFamily {
 	}
 }
 
-// TestScrapeHandlerMatchesRegistry: what ScrapeHandler writes from the
-// prober's state is what client_golang's registry gathers from Collect
-// and its encoders write: the same text byte for byte, and the same
-// protobuf messages field for field (created timestamps, native spans
-// and all), over every outcome, escaped labels, forgotten keys and
+// TestScrapeHandlerMatchesRegistry: what exposition.Handler writes of the
+// prober's families is what client_golang's registry gathers from the
+// set's Collect and its encoders write: the same text byte for byte, and
+// the same protobuf messages field for field (created timestamps, native
+// spans and all), over every outcome, escaped labels, forgotten keys and
 // histograms whose schema came down.
 func TestScrapeHandlerMatchesRegistry(t *testing.T) {
 	for _, tc := range []struct {
@@ -133,11 +133,11 @@ func TestScrapeHandlerMatchesRegistry(t *testing.T) {
 		{name: "another random fleet", probe: func(m *Metrics) { randomProbes(m, rand.New(rand.NewPCG(14, 3)), 120) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := NewScrapeHandler(prometheus.NewRegistry())
+			h := exposition.NewHandler(prometheus.NewRegistry())
 			m := NewMetrics(h)
 			tc.probe(m)
 			ref := prometheus.NewPedanticRegistry()
-			ref.MustRegister(m)
+			ref.MustRegister(m.set)
 			want, err := ref.Gather()
 			if err != nil {
 				t.Fatal(err)
@@ -196,194 +196,4 @@ func lineDiff(got, want []byte) string {
 		}
 	}
 	return "no difference"
-}
-
-// TestScrapeHandlerFormats: the handler's answer to each kind of request:
-// the format and compression it negotiates, the registry's own families
-// merged in by name, promhttp's name[] filter; and every answer parses
-// and passes promtool's lint.
-func TestScrapeHandlerFormats(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	first := prometheus.NewCounter(prometheus.CounterOpts{Name: "a_first_total", Help: "Sorts before the probe families."})
-	between := prometheus.NewGauge(prometheus.GaugeOpts{Name: "rdma_probe_budget_seconds", Help: "Sorts among the probe families."})
-	last := prometheus.NewGauge(prometheus.GaugeOpts{Name: "rdmarun_exporter_last", Help: "Sorts after the probe families."})
-	reg.MustRegister(first, between, last)
-	h := NewScrapeHandler(reg)
-	goldenProbes(NewMetrics(h))
-	wantNames := []string{"a_first_total", "rdma_probe_bandwidth_bytes_per_second", "rdma_probe_budget_seconds",
-		"rdma_probe_completion_errors_total", "rdma_probe_connection_setup_seconds", "rdma_probe_connections_total",
-		"rdma_probe_duration_seconds", "rdma_probe_last_success_timestamp_seconds", "rdma_probe_latency_seconds",
-		"rdma_probe_success", "rdma_probe_timeouts_total", "rdma_probes_total", "rdmarun_exporter_last"}
-
-	const text, protobuf = "text/plain; version=0.0.4", "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
-	for _, tc := range []struct {
-		name     string
-		target   string
-		headers  map[string]string
-		wantType string // how Content-Type starts
-		wantGzip bool
-		names    []string
-	}{
-		{name: "no headers", target: "/metrics", wantType: text, names: wantNames},
-		{name: "prometheus default", target: "/metrics", headers: map[string]string{"Accept": acceptPrometheus, "Accept-Encoding": "gzip"}, wantType: text, wantGzip: true, names: wantNames},
-		{name: "openmetrics only", target: "/metrics", headers: map[string]string{"Accept": "application/openmetrics-text;version=1.0.0"}, wantType: text, names: wantNames},
-		{name: "native histograms", target: "/metrics", headers: map[string]string{"Accept": acceptNativeHists, "Accept-Encoding": "gzip"}, wantType: protobuf, wantGzip: true, names: wantNames},
-		{name: "protobuf", target: "/metrics", headers: map[string]string{"Accept": acceptProtobuf}, wantType: protobuf, names: wantNames},
-		{name: "gzip refused", target: "/metrics", headers: map[string]string{"Accept-Encoding": "gzip;q=0, identity"}, wantType: text, names: wantNames},
-		{name: "name filter", target: "/metrics?name[]=rdma_probes_total&name[]=a_first_total", headers: map[string]string{"Accept-Encoding": "gzip"},
-			wantType: text, wantGzip: true, names: []string{"a_first_total", "rdma_probes_total"}},
-		{name: "name filter, protobuf", target: "/metrics?name[]=rdma_probe_latency_seconds", headers: map[string]string{"Accept": acceptProtobuf},
-			wantType: protobuf, names: []string{"rdma_probe_latency_seconds"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			body, ctype, enc := scrapeBody(t, h, tc.target, tc.headers)
-			if !strings.HasPrefix(ctype, tc.wantType) {
-				t.Errorf("Content-Type %q, want %q", ctype, tc.wantType)
-			}
-			if (enc == "gzip") != tc.wantGzip {
-				t.Errorf("Content-Encoding %q, want gzip: %v", enc, tc.wantGzip)
-			}
-			var mfs []*dto.MetricFamily
-			if tc.wantType == protobuf {
-				mfs = decodeProto(t, body)
-			} else {
-				parser := expfmt.NewTextParser(model.LegacyValidation)
-				parsed, err := parser.TextToMetricFamilies(bytes.NewReader(body))
-				if err != nil {
-					t.Fatalf("text does not parse: %v\n%s", err, body)
-				}
-				// The parser returns a map: the order is checked on the
-				// text itself.
-				for _, name := range tc.names {
-					mfs = append(mfs, parsed[name])
-				}
-				if len(parsed) != len(tc.names) {
-					t.Errorf("%d families, want %d", len(parsed), len(tc.names))
-				}
-				checkOrder(t, body, tc.names)
-				if out, err := promtooltest.CheckMetrics(t, body); err != nil || out != "" {
-					t.Errorf("promtool check metrics: %v\n%s", err, out)
-				}
-			}
-			var names []string
-			for _, mf := range mfs {
-				names = append(names, mf.GetName())
-			}
-			if strings.Join(names, " ") != strings.Join(tc.names, " ") {
-				t.Errorf("families %v, want %v", names, tc.names)
-			}
-		})
-	}
-}
-
-// checkOrder: the # TYPE lines of body name exactly names, in order.
-func checkOrder(t *testing.T, body []byte, names []string) {
-	t.Helper()
-	var got []string
-	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			got = append(got, strings.Fields(rest)[0])
-		}
-	}
-	if strings.Join(got, " ") != strings.Join(names, " ") {
-		t.Errorf("families in the order %v, want %v", got, names)
-	}
-}
-
-// TestScrapeHandlerRegisters: the handler keeps one Metrics for itself
-// and still has the registry check its names against the others; other
-// collectors go to the registry.
-func TestScrapeHandlerRegisters(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	h := NewScrapeHandler(reg)
-	m := NewMetrics(h)
-	goldenProbes(m)
-	scrapeBody(t, h, "/metrics", nil) // leaves its buffers in the pool
-	if err := h.Register(m); err == nil {
-		t.Error("registering the same Metrics twice: no error")
-	}
-	other := &Metrics{series: map[Key]*probeSeries{}}
-	for i, f := range familyDefs {
-		other.families[i] = newFamily(other, f)
-	}
-	if err := h.Register(other); err == nil {
-		t.Error("a second Metrics: no error")
-	}
-	clash := prometheus.NewGauge(prometheus.GaugeOpts{Name: "rdma_probe_success", Help: "clash"})
-	if err := h.Register(clash); err == nil {
-		t.Error("a collector with a probe family's name: no error")
-	}
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "something_else", Help: "passes through"})
-	h.MustRegister(g)
-	if mfs, err := reg.Gather(); err != nil || len(mfs) != 1 || mfs[0].GetName() != "something_else" {
-		t.Errorf("registry gathers %v, %v; want the one gauge (the probe families are the handler's)", mfs, err)
-	}
-	if !h.Unregister(m) || h.Unregister(m) {
-		t.Error("Unregister of the Metrics: want true once")
-	}
-	// With no Metrics, a scrape (on buffers a scrape with series used
-	// before) writes the registry's families only.
-	if body, _, _ := scrapeBody(t, h, "/metrics", nil); !bytes.HasPrefix(body, []byte("# HELP something_else ")) || bytes.Contains(body, []byte("rdma_probe")) {
-		t.Errorf("scrape without Metrics:\n%s", body)
-	}
-	if err := h.Register(other); err != nil {
-		t.Errorf("another Metrics once the first is gone: %v", err)
-	}
-	if !h.Unregister(g) {
-		t.Error("Unregister of the gauge")
-	}
-}
-
-// TestAcceptsGzip: Accept-Encoding as RFC 9110 reads it.
-func TestAcceptsGzip(t *testing.T) {
-	for _, tc := range []struct {
-		header []string
-		want   bool
-	}{
-		{nil, false},
-		{[]string{""}, false},
-		{[]string{"gzip"}, true},
-		{[]string{"GZIP"}, true},
-		{[]string{"x-gzip"}, true},
-		{[]string{"identity"}, false},
-		{[]string{"deflate, gzip;q=1.0, *;q=0.5"}, true},
-		{[]string{"gzip;q=0"}, false},
-		{[]string{"gzip; q=0.001"}, true},
-		{[]string{"*"}, true},
-		{[]string{"*;q=0"}, false},
-		{[]string{"*, gzip;q=0"}, false},
-		{[]string{"identity", "gzip"}, true},
-		{[]string{"gzip;q=NaN"}, false},
-		{[]string{"gzip;q=2"}, false},
-		{[]string{"gzipped"}, false},
-	} {
-		if got := acceptsGzip(tc.header); got != tc.want {
-			t.Errorf("%q: %v, want %v", tc.header, got, tc.want)
-		}
-	}
-}
-
-// FuzzAcceptsGzip: any header is read without a panic, and gzip is never
-// chosen for a header that names neither it nor "*".
-func FuzzAcceptsGzip(f *testing.F) {
-	for _, s := range []string{"gzip", "gzip;q=0", "*;q=0.5, identity", "deflate, gzip;q=1.0, *;q=0.5", ";;,,=;q=", "x-gzip; q = 0.3"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, h string) {
-		got := acceptsGzip([]string{h})
-		if got && !strings.Contains(strings.ToLower(h), "gzip") && !strings.Contains(h, "*") {
-			t.Errorf("%q accepts gzip", h)
-		}
-	})
-}
-
-// TestExtraLabelsSortAfterTheFirst: a family's own label is written after
-// a comma, into the key's labels (renderedLabels), so it must not sort
-// before all of them.
-func TestExtraLabelsSortAfterTheFirst(t *testing.T) {
-	for f, d := range familyDefs {
-		if d.extra != "" && extraAt[f] == 0 {
-			t.Errorf("%s: label %q sorts before every key label; renderedLabels cannot place it", d.name, d.extra)
-		}
-	}
 }

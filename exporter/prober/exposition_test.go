@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/rdmarun/rdmarun/exporter/exposition"
 	"github.com/rdmarun/rdmarun/internal/promtooltest"
 	"github.com/rdmarun/rdmarun/rdma"
 )
@@ -61,15 +62,15 @@ func goldenProbes(m *Metrics) {
 // TestExpositionGolden: the text exposition of the same probes is the one
 // in testdata, byte for byte, so a change in how the series are kept or
 // encoded cannot drop or rename a family, a label or a series that a user
-// queries; both as the registry gathers them and as ScrapeHandler, which
-// /metrics serves them with, writes them. Refresh with -update only for a
+// queries; both as the registry gathers them and as exposition.Handler,
+// which /metrics serves them with, writes them. Refresh with -update only for a
 // change made on purpose.
 func TestExpositionGolden(t *testing.T) {
-	h := NewScrapeHandler(prometheus.NewRegistry())
+	h := exposition.NewHandler(prometheus.NewRegistry())
 	m := NewMetrics(h)
 	goldenProbes(m)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(m)
+	reg.MustRegister(m.set)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -105,8 +106,8 @@ func TestExpositionGolden(t *testing.T) {
 // not, two at a time, while probes record and targets come and go: run
 // with -race, it is the test of Collect's and the scrape snapshot's
 // locking, of the label pairs, rendered labels and timestamps that
-// scrapes share, and of the pooled buffers of ScrapeHandler. Every answer
-// must parse.
+// scrapes share, and of the pooled buffers of exposition.Handler. Every
+// answer must parse.
 func TestScrapeWhileProbing(t *testing.T) {
 	t.Run("registry", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
@@ -116,12 +117,12 @@ func TestScrapeWhileProbing(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	t.Run("ScrapeHandler", func(t *testing.T) {
-		h := NewScrapeHandler(prometheus.NewRegistry())
+	t.Run("Handler", func(t *testing.T) {
+		h := exposition.NewHandler(prometheus.NewRegistry())
 		m := NewMetrics(h)
 		scrapeWhileProbing(t, m, h)
 		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(m)
+		reg.MustRegister(m.set)
 		if _, err := reg.Gather(); err != nil {
 			t.Fatal(err)
 		}

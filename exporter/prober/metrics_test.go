@@ -13,31 +13,33 @@ import (
 	"github.com/rdmarun/rdmarun/rdma"
 )
 
-// WithLabelValues reads the one series of f with these label values (the
+// read reads the one series of family f with these label values (the
 // key's, then the status or result), for testutil.ToFloat64, as a
-// client_golang vector's method of that name does. Unlike a vector's, it
+// client_golang vector's WithLabelValues does. Unlike a vector's, it
 // creates nothing: a series that does not exist collects nothing, and
 // ToFloat64 fails the test.
-func (f *family) WithLabelValues(lvs ...string) prometheus.Collector {
-	return seriesReader{f: f, values: lvs}
+func read(m *Metrics, f int, lvs ...string) prometheus.Collector {
+	return seriesReader{m: m, f: f, values: lvs}
 }
 
 type seriesReader struct {
-	f      *family
+	m      *Metrics
+	f      int
 	values []string
 }
 
-func (r seriesReader) Describe(ch chan<- *prometheus.Desc) { ch <- r.f.desc }
+func (r seriesReader) Describe(ch chan<- *prometheus.Desc) { ch <- r.m.set.Desc(r.f) }
 
 func (r seriesReader) Collect(ch chan<- prometheus.Metric) {
 	all := make(chan prometheus.Metric)
-	go func() { r.f.m.Collect(all); close(all) }()
+	go func() { r.m.set.Collect(all); close(all) }()
 	names := labelNames
-	if r.f.extra != "" {
-		names = append(names[:len(names):len(names)], r.f.extra)
+	if extra := families[r.f].Label; extra != "" {
+		names = append(names[:len(names):len(names)], extra)
 	}
+	desc := r.m.set.Desc(r.f)
 	for m := range all {
-		if m.Desc() != r.f.desc {
+		if m.Desc() != desc {
 			continue
 		}
 		var d dto.Metric
@@ -78,6 +80,32 @@ func seriesOf(t *testing.T, reg *prometheus.Registry, k Key) int {
 		}
 	}
 	return n
+}
+
+// latencyCount is the sample count of k's latency histogram as reg
+// gathers it; the test fails if k has none.
+func latencyCount(t *testing.T, reg prometheus.Gatherer, k Key) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != families[famLatency].Name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if i := slices.Index(labelNames, lp.GetName()); lp.GetValue() != k.values()[i] {
+					continue metric
+				}
+			}
+			return m.GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("no latency histogram for %+v", k)
+	return 0
 }
 
 func TestForget(t *testing.T) {
@@ -188,7 +216,7 @@ rdma_probe_connections_total{device="rxe1",mode="event",op="write",port="1",size
 		"rdma_probe_connections_total", "rdma_probe_connection_setup_seconds"); err != nil {
 		t.Errorf("after two connections: %v", err)
 	}
-	if got := histogramOf(m.series[key].latency).GetSampleCount(); got != 0 {
+	if got := latencyCount(t, reg, key); got != 0 {
 		t.Errorf("latency samples after connections: %d, want 0", got)
 	}
 	m.Forget(key)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/exporter/exposition"
 	"github.com/rdmarun/rdmarun/peer"
 	"github.com/rdmarun/rdmarun/rdma"
 )
@@ -50,7 +51,7 @@ rdma_probe_success{device="rxe1",mode="event",op="write",port="1",size_bytes="2"
 	if err := testutil.CollectAndCompare(reg, strings.NewReader(want), "rdma_probe_success"); err != nil {
 		t.Error(err)
 	}
-	if h := testutil.ToFloat64(m.probes.WithLabelValues(append(key.values(), "success")...)); h != 1 {
+	if h := testutil.ToFloat64(read(m, famProbes, append(key.values(), "success")...)); h != 1 {
 		t.Errorf("success count %v", h)
 	}
 	// Three samples: two at or below 2 us, one at or below 32 us.
@@ -133,19 +134,19 @@ func TestProbeFailures(t *testing.T) {
 			if took := time.Since(start); took > time.Second {
 				t.Errorf("probe took %v with a 100 ms timeout", took)
 			}
-			if v := testutil.ToFloat64(m.success.WithLabelValues(key.values()...)); v != 0 {
+			if v := testutil.ToFloat64(read(m, famSuccess, key.values()...)); v != 0 {
 				t.Errorf("success %v", v)
 			}
-			if v := testutil.ToFloat64(m.probes.WithLabelValues(append(key.values(), tc.result)...)); v != 1 {
+			if v := testutil.ToFloat64(read(m, famProbes, append(key.values(), tc.result)...)); v != 1 {
 				t.Errorf("%s count %v", tc.result, v)
 			}
 			if tc.status != "" {
-				if v := testutil.ToFloat64(m.compErrs.WithLabelValues(append(key.values(), tc.status)...)); v != 1 {
+				if v := testutil.ToFloat64(read(m, famCompErrs, append(key.values(), tc.status)...)); v != 1 {
 					t.Errorf("completion errors{status=%s} = %v", tc.status, v)
 				}
 			}
 			if tc.result == "timeout" {
-				if v := testutil.ToFloat64(m.timeouts.WithLabelValues(key.values()...)); v != 1 {
+				if v := testutil.ToFloat64(read(m, famTimeouts, key.values()...)); v != 1 {
 					t.Errorf("timeouts %v", v)
 				}
 			}
@@ -180,23 +181,24 @@ func TestBandwidthRecorded(t *testing.T) {
 	m.Init(k, true)
 	res := &rdma.Result{Bandwidth: &rdma.BandwidthStats{Directions: []rdma.Direction{{BytesPerSecond: 1.5e9}}}}
 	m.Record(k, res, nil, time.Second, time.Unix(1700000000, 0))
-	if v := testutil.ToFloat64(m.bandwidth.WithLabelValues(k.values()...)); v != 1.5e9 {
+	if v := testutil.ToFloat64(read(m, famBandwidth, k.values()...)); v != 1.5e9 {
 		t.Errorf("bandwidth %v", v)
 	}
-	if v := testutil.ToFloat64(m.lastOK.WithLabelValues(k.values()...)); v != 1700000000 {
+	if v := testutil.ToFloat64(read(m, famLastOK, k.values()...)); v != 1700000000 {
 		t.Errorf("last success %v", v)
 	}
 }
 
 // benchTargets creates the long-lived series of n targets, as the
 // exporter does at start, and reports the heap they hold.
-// The metrics are registered on a ScrapeHandler, as the exporter does.
-func benchTargets(b *testing.B, n int) (h *ScrapeHandler, m *Metrics, keys []Key, heapPerTarget float64) {
+// The metrics are registered on an exposition.Handler, as the exporter
+// does.
+func benchTargets(b *testing.B, n int) (h *exposition.Handler, m *Metrics, keys []Key, heapPerTarget float64) {
 	b.Helper()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	h = NewScrapeHandler(prometheus.NewRegistry())
+	h = exposition.NewHandler(prometheus.NewRegistry())
 	m = NewMetrics(h)
 	keys = make([]Key, n)
 	for i := range keys {
@@ -257,7 +259,7 @@ const (
 // Prometheus' own requests (prometheus: its default Accept and gzip;
 // prometheus-native: protobuf first, and gzip). The registry/ ones
 // serve the same series through client_golang's registry and promhttp,
-// as the exporter did before ScrapeHandler, for comparison.
+// as the exporter did before exposition.Handler, for comparison.
 func BenchmarkScrape(b *testing.B) {
 	for _, path := range []string{"", "registry/"} {
 		for _, tc := range []struct {
@@ -304,7 +306,7 @@ func benchmarkScrape(b *testing.B, targets int, registry bool, headers map[strin
 	var h http.Handler = sh
 	if registry {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(m)
+		reg.MustRegister(m.set)
 		h = promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	}
 	req := httptest.NewRequest("GET", "/metrics", nil)
@@ -342,7 +344,7 @@ func (l *slowSettleLink) Probe(context.Context) (*rdma.Result, time.Duration, er
 }
 
 func (l *slowSettleLink) Settle() {
-	l.atStart = testutil.ToFloat64(l.m.duration.WithLabelValues(key.values()...))
+	l.atStart = testutil.ToFloat64(read(l.m, famDuration, key.values()...))
 	time.Sleep(l.settle)
 	l.settled = true
 }
@@ -369,7 +371,7 @@ func TestProbeDurationLeavesOutTeardown(t *testing.T) {
 	if l.atStart <= 0 {
 		t.Errorf("the duration was not recorded before Settle (gauge %v)", l.atStart)
 	}
-	got := testutil.ToFloat64(m.duration.WithLabelValues(key.values()...))
+	got := testutil.ToFloat64(read(m, famDuration, key.values()...))
 	if got >= l.settle.Seconds() || took >= l.settle {
 		t.Errorf("probe duration %v s (took %v) includes the %v teardown", got, took, l.settle)
 	}
@@ -414,7 +416,7 @@ func TestProbeRecordedAtItsDeadline(t *testing.T) {
 	if took > timeout+returnGrace+100*time.Millisecond {
 		t.Errorf("recorded %v for a probe with a %v timeout: the late return was counted", took, timeout)
 	}
-	if v := testutil.ToFloat64(m.probes.WithLabelValues(append(key.values(), "timeout")...)); v != 1 {
+	if v := testutil.ToFloat64(read(m, famProbes, append(key.values(), "timeout")...)); v != 1 {
 		t.Errorf("timeout count %v, want 1", v)
 	}
 }

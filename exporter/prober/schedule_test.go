@@ -342,12 +342,12 @@ func TestSchedulerKeepsALinkPerJob(t *testing.T) {
 	}
 	conns := 0.0
 	for _, j := range js {
-		conns += testutil.ToFloat64(m.connections.WithLabelValues(j.Key.values()...))
+		conns += testutil.ToFloat64(read(m, famConnections, j.Key.values()...))
 	}
 	if conns != float64(dials) {
 		t.Errorf("rdma_probe_connections_total sums to %v, want the %d connections set up", conns, dials)
 	}
-	if n := testutil.CollectAndCount(m, "rdma_probe_connection_setup_seconds"); n != 2 {
+	if n := testutil.CollectAndCount(m.set, "rdma_probe_connection_setup_seconds"); n != 2 {
 		t.Errorf("%d rdma_probe_connection_setup_seconds series, want one per job", n)
 	}
 }

@@ -54,8 +54,15 @@ func CheckResult(t testing.TB, r *rdma.Result) {
 		if l.OneWay != nil && l.OneWay.P50 != l.RTT.P50/2 {
 			t.Errorf("one-way p50 %v is not RTT p50 %v / 2", l.OneWay.P50, l.RTT.P50)
 		}
-		if n := l.HDR().TotalCount(); n != int64(l.RTT.Count) {
-			t.Errorf("histogram holds %d samples, summary %d", n, l.RTT.Count)
+		var n uint64
+		for _, b := range l.Buckets {
+			if b.Ns < 0 || b.Ns > 60e9 {
+				t.Errorf("latency bucket at %d ns, outside 0 to 60 s", b.Ns)
+			}
+			n += b.Count
+		}
+		if n != uint64(l.RTT.Count) {
+			t.Errorf("latency buckets hold %d samples, summary %d", n, l.RTT.Count)
 		}
 	} else {
 		bw := r.Bandwidth

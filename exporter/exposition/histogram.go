@@ -1,4 +1,4 @@
-package prober
+package exposition
 
 import (
 	"math"
@@ -10,25 +10,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
-
-// LatencyBuckets start at 1 us: RDMA round trips on hardware are a few
-// microseconds, below the 50 us where smokeping_prober's start. They
-// double up to about 2 s, which covers soft-RoCE and a struggling fabric.
-// Coarser buckets would cut the scrape but not the error of the quantiles
-// the alerts read: with buckets 4x apart, histogram_quantile's p99 of a
-// 5-minute window is off by 100-180% on average instead of 30-50%.
-var LatencyBuckets = exponentialBuckets(1e-6, 2, numLatencyBuckets)
-
-const numLatencyBuckets = 22
-
-func exponentialBuckets(start, factor float64, n int) []float64 {
-	b := make([]float64, n)
-	for i := range b {
-		b[i] = start
-		start *= factor
-	}
-	return b
-}
 
 // The native histogram: bucket factor at most 1.05 (schema 4, a factor of
 // 2^(1/16) = 1.044), at most 160 buckets, and a reset at most once an
@@ -43,7 +24,7 @@ const (
 )
 
 // nativeZeroThreshold is client_golang's default (2^-128): only a zero
-// latency falls in the zero bucket.
+// falls in the zero bucket.
 var nativeZeroThreshold = math.Ldexp(1, -128)
 
 // nativeBounds[s] are the upper bounds of the fraction (math.Frexp) of a
@@ -81,14 +62,16 @@ type nativeBucket struct {
 	count int64
 }
 
-// latencyHistogram is the round-trip time of one label set: the classic
-// buckets the recording rules read and a native histogram for a
-// Prometheus that ingests one. It replaces a client_golang Histogram,
-// whose Write allocated some seventy objects per series on every scrape;
-// this one is written by Collect into blocks shared by all series.
-type latencyHistogram struct {
+// Histogram is one series of a histogram family: the classic buckets
+// and a native histogram for a Prometheus that ingests one. It replaces
+// a client_golang Histogram, whose Write allocated some seventy objects
+// per series on every scrape; this one is written by Collect into blocks
+// shared by all series, and by a scrape straight into its buffer.
+type Histogram struct {
+	bounds []float64 // the family's Buckets, shared and never written
+
 	mu     sync.Mutex
-	counts [numLatencyBuckets + 1]uint64 // per classic bucket, not cumulative; the last is +Inf
+	counts []uint64 // per classic bucket, not cumulative; the last is +Inf
 	count  uint64
 	sum    float64
 
@@ -105,21 +88,21 @@ type latencyHistogram struct {
 	resetDue bool
 }
 
-func newLatencyHistogram(now time.Time) *latencyHistogram {
-	h := &latencyHistogram{}
+func newHistogram(bounds []float64, now time.Time) *Histogram {
+	h := &Histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
 	h.reset(now)
 	return h
 }
 
-func (h *latencyHistogram) reset(now time.Time) {
-	h.counts = [len(h.counts)]uint64{}
+func (h *Histogram) reset(now time.Time) {
+	clear(h.counts)
 	h.count, h.sum, h.zeroCount = 0, 0, 0
 	h.schema, h.buckets, h.resetDue = nativeSchema, h.buckets[:0], false
 	h.created, h.createdTS = now, timestamppb.New(now)
 }
 
-// observe adds n samples of v seconds.
-func (h *latencyHistogram) observe(v float64, n uint64, now time.Time) {
+// Observe adds n samples of v.
+func (h *Histogram) Observe(v float64, n uint64, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.resetDue && now.Sub(h.created) >= nativeMinResetPeriod {
@@ -141,11 +124,12 @@ func (h *latencyHistogram) observe(v float64, n uint64, now time.Time) {
 	}
 }
 
-func (h *latencyHistogram) add(v float64, n uint64) {
-	// A round trip takes no negative time; should one come, it is counted
-	// as zero rather than as a bucket of negative latencies.
+func (h *Histogram) add(v float64, n uint64) {
+	// The histograms here hold durations, which are never negative;
+	// should one come, it is counted as zero rather than as a bucket of
+	// negative values.
 	v = max(v, 0)
-	i, _ := slices.BinarySearch(LatencyBuckets, v)
+	i, _ := slices.BinarySearch(h.bounds, v)
 	h.counts[i] += n
 	h.count += n
 	h.sum += v * float64(n)
@@ -163,7 +147,7 @@ func (h *latencyHistogram) add(v float64, n uint64) {
 
 // halveResolution merges each pair of buckets into one of the next
 // schema down: bucket k becomes ceil(k/2).
-func (h *latencyHistogram) halveResolution() {
+func (h *Histogram) halveResolution() {
 	h.schema--
 	merged := h.buckets[:0]
 	for _, b := range h.buckets {
@@ -181,7 +165,7 @@ func (h *latencyHistogram) halveResolution() {
 	h.buckets = merged
 }
 
-// histogramBlocks are the protobuf objects of one scrape's histograms,
+// histogramBlocks are the protobuf objects of one Collect's histograms,
 // allocated once for all of them and handed out in order.
 type histogramBlocks struct {
 	histograms []dto.Histogram
@@ -208,23 +192,23 @@ type spanValues struct {
 
 // histogramSize is how much of each block some histograms need.
 type histogramSize struct {
-	histograms, spans, deltas int
+	histograms, buckets, spans, deltas int
 }
 
 func (s *histogramSize) add(o histogramSize) {
 	s.histograms += o.histograms
+	s.buckets += o.buckets
 	s.spans += o.spans
 	s.deltas += o.deltas
 }
 
 func newHistogramBlocks(size histogramSize) *histogramBlocks {
-	nb := size.histograms * len(LatencyBuckets)
 	return &histogramBlocks{
 		histograms: make([]dto.Histogram, size.histograms),
 		values:     make([]histogramValues, size.histograms),
-		buckets:    make([]dto.Bucket, nb),
-		bucketPtrs: make([]*dto.Bucket, nb),
-		cumulative: make([]uint64, nb),
+		buckets:    make([]dto.Bucket, size.buckets),
+		bucketPtrs: make([]*dto.Bucket, size.buckets),
+		cumulative: make([]uint64, size.buckets),
 		spans:      make([]dto.BucketSpan, size.spans),
 		spanPtrs:   make([]*dto.BucketSpan, size.spans),
 		spanValues: make([]spanValues, size.spans),
@@ -234,17 +218,17 @@ func newHistogramBlocks(size histogramSize) *histogramBlocks {
 
 // size is what write needs of the blocks for h as it is now. Samples
 // that come in between need more: take then starts new blocks.
-func (h *latencyHistogram) size() histogramSize {
+func (h *Histogram) size() histogramSize {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	spans, deltas := h.spanCounts()
-	return histogramSize{histograms: 1, spans: spans, deltas: deltas}
+	return histogramSize{histograms: 1, buckets: len(h.bounds), spans: spans, deltas: deltas}
 }
 
 // spanCounts is how many spans and deltas encode the native buckets:
 // a gap of one or two empty buckets is cheaper kept inside a span, as
 // zero deltas, than as a new span.
-func (h *latencyHistogram) spanCounts() (spans, deltas int) {
+func (h *Histogram) spanCounts() (spans, deltas int) {
 	for i, b := range h.buckets {
 		if gap := b.key - h.buckets[max(i-1, 0)].key - 1; i == 0 || gap > 2 {
 			spans++
@@ -269,19 +253,20 @@ func take[T any](s *[]T, n int) []T {
 }
 
 // write fills the next histogram of blocks with h's state and returns it.
-func (h *latencyHistogram) write(blocks *histogramBlocks) *dto.Histogram {
+func (h *Histogram) write(blocks *histogramBlocks) *dto.Histogram {
 	out, vals := &blocks.histograms[0], &blocks.values[0]
 	blocks.histograms, blocks.values = blocks.histograms[1:], blocks.values[1:]
-	bs, ptrs, cum := take(&blocks.buckets, len(LatencyBuckets)), take(&blocks.bucketPtrs, len(LatencyBuckets)), take(&blocks.cumulative, len(LatencyBuckets))
+	nb := len(h.bounds)
+	bs, ptrs, cum := take(&blocks.buckets, nb), take(&blocks.bucketPtrs, nb), take(&blocks.cumulative, nb)
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	vals.count, vals.zeroCount, vals.sum, vals.schema = h.count, h.zeroCount, h.sum, h.schema
 	var c uint64
-	for i := range LatencyBuckets {
+	for i := range h.bounds {
 		c += h.counts[i]
 		cum[i] = c
-		bs[i].CumulativeCount, bs[i].UpperBound = &cum[i], &LatencyBuckets[i]
+		bs[i].CumulativeCount, bs[i].UpperBound = &cum[i], &h.bounds[i]
 		ptrs[i] = &bs[i]
 	}
 	out.SampleCount, out.SampleSum, out.Bucket, out.CreatedTimestamp = &vals.count, &vals.sum, ptrs, h.createdTS
@@ -294,7 +279,7 @@ func (h *latencyHistogram) write(blocks *histogramBlocks) *dto.Histogram {
 
 // spans encodes the native buckets as Prometheus does: in spans (see
 // spanCounts), each count as the difference from the previous bucket's.
-func (h *latencyHistogram) spans(blocks *histogramBlocks) ([]*dto.BucketSpan, []int64) {
+func (h *Histogram) spans(blocks *histogramBlocks) ([]*dto.BucketSpan, []int64) {
 	if len(h.buckets) == 0 {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package prober
+package exposition
 
 import (
 	"encoding/binary"
@@ -7,7 +7,6 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,16 +14,13 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// This file writes the probe families of a scrape straight from the
-// prober's state, in the text format (0.0.4) and in delimited protobuf,
-// for ScrapeHandler. Going through the registry cost a scrape of 1,000
-// targets some 80 ms of CPU and 8 MB of garbage: a dto.Metric per
-// series, the registry's checks and sort, and the encoders' work per
-// label. Here each key's labels are rendered once, when its series are
-// created, in both encodings; a scrape copies the values under the lock and then
-// only appends numbers with strconv to a pooled buffer, which it sends in
-// chunks. The registry's Collect (collector.go) stays the reference: the
-// tests hold the two to the same output.
+// This file writes a Set's families straight from its state, in the text
+// format (0.0.4) and in delimited protobuf, for Handler. Each key's
+// labels are rendered once, when its series are created, in both
+// encodings; a scrape copies the values under the lock and then only
+// appends numbers with strconv to a pooled buffer, which it sends in
+// chunks. Collect (collect.go) stays the reference: the tests hold the
+// two to the same output.
 
 // renderedLabels is one key's label set as a scrape writes it.
 type renderedLabels struct {
@@ -36,18 +32,17 @@ type renderedLabels struct {
 	proto string
 	// textAt[i] and protoAt[i] are where label i starts in text (at the
 	// comma before it) and in proto, and [len] their ends: a family's
-	// own label (status, result) goes in at its place in the order by
-	// name, so that the key's labels are rendered once for all its
-	// series.
+	// own label goes in at its place in the order by name, so that the
+	// key's labels are rendered once for all its series.
 	textAt, protoAt []int32
 }
 
 // renderedLabel is a family's own label with one value, rendered once
-// per Metrics: `,name="value"` and its LabelPair field.
+// per Set: `,name="value"` and its LabelPair field.
 type renderedLabel struct{ text, proto string }
 
 // renderLabels renders lps, which are sorted by name as the registry
-// sorts them. Label names are the package's own and need no escaping.
+// sorts them. New has checked that the names need no escaping.
 func renderLabels(lps []*dto.LabelPair) *renderedLabels {
 	r := &renderedLabels{textAt: make([]int32, len(lps)+1), protoAt: make([]int32, len(lps)+1)}
 	text := []byte{'{'}
@@ -75,21 +70,6 @@ func renderLabel(name, value string) *renderedLabel {
 	pair = appendStringField(pair, 2, value)
 	return &renderedLabel{text: string(text), proto: string(appendBytesField(nil, 1, pair))}
 }
-
-// extraAt is, for each family with a label of its own, how many of the
-// key's labels sort before it: where it goes in renderedLabels. No such
-// label sorts first (TestExtraLabelsSortAfterTheFirst), so it always
-// follows a comma.
-var extraAt = func() (at [numFamilies]int) {
-	for f, d := range familyDefs {
-		for _, n := range labelNames {
-			if d.extra != "" && n < d.extra {
-				at[f]++
-			}
-		}
-	}
-	return at
-}()
 
 // appendEscaped escapes as the text format wants: a backslash and a new
 // line always, a double quote in a label value.
@@ -174,7 +154,6 @@ func appendCounterCreated(b []byte, ts *timestamppb.Timestamp) []byte {
 // familyExposition is what a scrape writes of a family besides its
 // series: its header in each format, and its samples' names.
 type familyExposition struct {
-	name       string
 	textHeader string // # HELP and # TYPE
 	// protoHeader is the MetricFamily's name, help and type fields; the
 	// metrics (field 4) follow.
@@ -182,66 +161,50 @@ type familyExposition struct {
 	// metricField is the Metric field that holds the value: counter (3),
 	// gauge (2) or histogram (7).
 	metricField int
-	// The names of a histogram's text samples.
+	// The names of a histogram's text samples, and what follows the
+	// labels of each classic bucket's sample, +Inf's last.
 	bucket, sum, count string
+	leText             []string
 }
 
-var familyExpositions = func() (out [numFamilies]familyExposition) {
-	for f, d := range familyDefs {
-		e := &out[f]
-		e.name = d.name
-		typ, dtoType := "counter", dto.MetricType_COUNTER
-		e.metricField = 3
-		switch d.kind {
-		case kindGauge:
-			typ, dtoType, e.metricField = "gauge", dto.MetricType_GAUGE, 2
-		case kindHistogram:
-			typ, dtoType, e.metricField = "histogram", dto.MetricType_HISTOGRAM, 7
+func newFamilyExposition(d *Family) familyExposition {
+	var e familyExposition
+	typ, dtoType := "counter", dto.MetricType_COUNTER
+	e.metricField = 3
+	switch d.Kind {
+	case KindGauge:
+		typ, dtoType, e.metricField = "gauge", dto.MetricType_GAUGE, 2
+	case KindHistogram:
+		typ, dtoType, e.metricField = "histogram", dto.MetricType_HISTOGRAM, 7
+	}
+	e.textHeader = "# HELP " + d.Name + " " + string(appendEscaped(nil, d.Help, false)) + "\n# TYPE " + d.Name + " " + typ + "\n"
+	h := appendStringField(nil, 1, d.Name)
+	h = appendStringField(h, 2, d.Help)
+	e.protoHeader = string(appendVarintField(h, 3, uint64(dtoType)))
+	if d.Kind == KindHistogram {
+		e.bucket, e.sum, e.count = d.Name+"_bucket", d.Name+"_sum", d.Name+"_count"
+		for _, ub := range d.Buckets {
+			e.leText = append(e.leText, `,le="`+strconv.FormatFloat(ub, 'g', -1, 64)+`"} `)
 		}
-		e.textHeader = "# HELP " + d.name + " " + string(appendEscaped(nil, d.help, false)) + "\n# TYPE " + d.name + " " + typ + "\n"
-		h := appendStringField(nil, 1, d.name)
-		h = appendStringField(h, 2, d.help)
-		e.protoHeader = string(appendVarintField(h, 3, uint64(dtoType)))
-		e.bucket, e.sum, e.count = d.name+"_bucket", d.name+"_sum", d.name+"_count"
+		e.leText = append(e.leText, `,le="+Inf"} `)
 	}
-	return out
-}()
-
-// exposeOrder is the families by name, the order in which a registry
-// gathers them and ScrapeHandler merges them with the registry's own.
-var exposeOrder = func() []int {
-	order := make([]int, numFamilies)
-	for f := range order {
-		order[f] = f
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(familyDefs[a].name, familyDefs[b].name) })
-	return order
-}()
-
-// leText is what follows the labels of each classic bucket's sample in
-// the text format, +Inf's last.
-var leText = func() []string {
-	out := make([]string, len(LatencyBuckets)+1)
-	for i, ub := range LatencyBuckets {
-		out[i] = `,le="` + strconv.FormatFloat(ub, 'g', -1, 64) + `"} `
-	}
-	out[len(LatencyBuckets)] = `,le="+Inf"} `
-	return out
-}()
+	return e
+}
 
 // exposedSeries is one series as a scrape copied it.
 type exposedSeries struct {
 	labels  *renderedLabels
-	extra   *renderedLabel    // the family's own label, if it has one
-	created string            // a counter's created_timestamp field, encoded
-	v       float64           // a counter's or gauge's value
-	h       *latencyHistogram // a histogram, read under its own lock when written
+	extra   *renderedLabel // the family's own label, if it has one
+	created string         // a counter's created_timestamp field, encoded
+	v       float64        // a counter's or gauge's value
+	h       *Histogram     // a histogram, read under its own lock when written
 }
 
-// histogramSnapshot is a latencyHistogram as one scrape read it, and its
-// native buckets in spans and deltas.
+// histogramSnapshot is a Histogram as one scrape read it, and its native
+// buckets in spans and deltas.
 type histogramSnapshot struct {
-	counts           [numLatencyBuckets + 1]uint64
+	bounds           []float64
+	counts           []uint64
 	count, zeroCount uint64
 	sum              float64
 	schema           int32
@@ -252,17 +215,18 @@ type histogramSnapshot struct {
 }
 
 // snapshot copies h into s; the native buckets only if native.
-func (h *latencyHistogram) snapshot(s *histogramSnapshot, native bool) {
+func (h *Histogram) snapshot(s *histogramSnapshot, native bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s.counts, s.count, s.zeroCount, s.sum, s.schema, s.created = h.counts, h.count, h.zeroCount, h.sum, h.schema, h.created
+	s.bounds, s.counts = h.bounds, append(s.counts[:0], h.counts...)
+	s.count, s.zeroCount, s.sum, s.schema, s.created = h.count, h.zeroCount, h.sum, h.schema, h.created
 	s.buckets = s.buckets[:0]
 	if native {
 		s.buckets = append(s.buckets, h.buckets...)
 	}
 }
 
-// encodeSpans encodes the native buckets as latencyHistogram.spans does.
+// encodeSpans encodes the native buckets as Histogram.spans does.
 func (s *histogramSnapshot) encodeSpans() {
 	s.spans, s.deltas = s.spans[:0], s.deltas[:0]
 	prev, next := int64(0), 0
@@ -287,7 +251,7 @@ func (s *histogramSnapshot) encodeSpans() {
 // copies 13,000 series and writes megabytes, and the next scrape can use
 // the same memory.
 type scrape struct {
-	series [numFamilies][]exposedSeries
+	series [][]exposedSeries // by family
 	hist   histogramSnapshot
 
 	w   io.Writer
@@ -304,27 +268,30 @@ var scrapePool = sync.Pool{New: func() any { return new(scrape) }}
 const flushAt = 32 << 10
 
 // snapshot copies the value and rendered labels of every series, in the
-// registry's order. Only this holds m.mu: Record waits for the copy, not
-// for the encoding, and a scrape never waits for a probe.
-func (m *Metrics) snapshot(sc *scrape) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.ordered {
-		m.sortSeries()
+// registry's order. Only this holds c.mu: an Update waits for the copy,
+// not for the encoding, and a scrape never waits for a probe.
+func (c *core) snapshot(sc *scrape) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ordered {
+		c.sortSeries()
 	}
-	for f, refs := range m.order {
+	for len(sc.series) < len(c.order) {
+		sc.series = append(sc.series, nil)
+	}
+	for f, refs := range c.order {
+		fam := &c.families[f]
 		list := slices.Grow(sc.series[f][:0], len(refs))
 		for _, r := range refs {
 			e := exposedSeries{labels: r.s.rendered, created: r.s.createdProto}
-			switch f {
-			case famLatency:
-				e.h = r.s.latency
-			case famCompErrs:
-				e.extra, e.v = r.s.compErrs[r.i].rendered, r.s.compErrs[r.i].v
-			case famProbes:
-				e.extra, e.v = r.s.probes[r.i].rendered, r.s.probes[r.i].v
+			switch {
+			case fam.Kind == KindHistogram:
+				e.h = r.histogram(fam)
+			case fam.Label != "":
+				lv := &r.s.labelled[fam.at][r.i]
+				e.extra, e.v = lv.rendered, lv.v
 			default:
-				e.v = r.s.scalar(f).v
+				e.v = r.s.values[fam.at].v
 			}
 			list = append(list, e)
 		}
@@ -339,6 +306,7 @@ func (sc *scrape) release() {
 		clear(sc.series[f])
 		sc.series[f] = sc.series[f][:0]
 	}
+	sc.hist.bounds = nil
 	sc.w, sc.err = nil, nil
 }
 
@@ -366,27 +334,27 @@ func (sc *scrape) send(p []byte) {
 	}
 }
 
-// writeText writes family f in the text format.
-func (sc *scrape) writeText(f int) {
+// writeText writes family f of the snapshot in the text format.
+func (sc *scrape) writeText(f int, fam *family) {
 	series := sc.series[f]
 	if len(series) == 0 {
 		return // as the registry: a family without series is left out
 	}
-	e := &familyExpositions[f]
+	e := &fam.expo
 	sc.out = append(sc.out, e.textHeader...)
 	for i := range series {
 		s := &series[i]
 		switch {
 		case s.h != nil:
-			sc.writeTextHistogram(e, s)
+			sc.writeTextHistogram(fam, s)
 		case s.extra != nil:
-			at := s.labels.textAt[extraAt[f]]
-			sc.out = append(sc.out, e.name...)
+			at := s.labels.textAt[fam.extraAt]
+			sc.out = append(sc.out, fam.Name...)
 			sc.out = append(sc.out, s.labels.text[:at]...)
 			sc.out = append(sc.out, s.extra.text...)
 			sc.out = appendTextSample(sc.out, "", s.labels.text[at:], "} ", s.v)
 		default:
-			sc.out = appendTextSample(sc.out, e.name, s.labels.text, "} ", s.v)
+			sc.out = appendTextSample(sc.out, fam.Name, s.labels.text, "} ", s.v)
 		}
 		sc.flushIfFull()
 	}
@@ -402,27 +370,30 @@ func appendTextSample(b []byte, name, labels, closing string, v float64) []byte 
 	return append(b, '\n')
 }
 
-func (sc *scrape) writeTextHistogram(e *familyExposition, s *exposedSeries) {
+func (sc *scrape) writeTextHistogram(fam *family, s *exposedSeries) {
+	e := &fam.expo
 	hs := &sc.hist
 	s.h.snapshot(hs, false)
 	var cum uint64
-	for i := range LatencyBuckets {
+	nb := len(hs.bounds)
+	for i := range nb {
 		cum += hs.counts[i]
 		// Counts are written as floats, as the text encoder does.
-		sc.out = appendTextSample(sc.out, e.bucket, s.labels.text, leText[i], float64(cum))
+		sc.out = appendTextSample(sc.out, e.bucket, s.labels.text, e.leText[i], float64(cum))
 	}
-	sc.out = appendTextSample(sc.out, e.bucket, s.labels.text, leText[len(LatencyBuckets)], float64(hs.count))
+	sc.out = appendTextSample(sc.out, e.bucket, s.labels.text, e.leText[nb], float64(hs.count))
 	sc.out = appendTextSample(sc.out, e.sum, s.labels.text, "} ", hs.sum)
 	sc.out = appendTextSample(sc.out, e.count, s.labels.text, "} ", float64(hs.count))
 }
 
-// writeProto writes family f as a delimited MetricFamily message.
-func (sc *scrape) writeProto(f int) {
+// writeProto writes family f of the snapshot as a delimited MetricFamily
+// message.
+func (sc *scrape) writeProto(f int, fam *family) {
 	series := sc.series[f]
 	if len(series) == 0 {
 		return
 	}
-	e := &familyExpositions[f]
+	e := &fam.expo
 	body := append(sc.body[:0], e.protoHeader...)
 	for i := range series {
 		s := &series[i]
@@ -439,7 +410,7 @@ func (sc *scrape) writeProto(f int) {
 		sc.inner = inner
 		labels, extra, at := s.labels.proto, "", len(s.labels.proto)
 		if s.extra != nil {
-			extra, at = s.extra.proto, int(s.labels.protoAt[extraAt[f]])
+			extra, at = s.extra.proto, int(s.labels.protoAt[fam.extraAt])
 		}
 		n := len(labels) + len(extra) + 1 + varintLen(uint64(len(inner))) + len(inner)
 		body = binary.AppendUvarint(appendTag(body, 4, wireBytes), uint64(n))
@@ -455,14 +426,14 @@ func (sc *scrape) writeProto(f int) {
 }
 
 // appendProtoHistogram appends the fields of h's Histogram message, the
-// ones latencyHistogram.write sets.
-func (sc *scrape) appendProtoHistogram(b []byte, h *latencyHistogram) []byte {
+// ones Histogram.write sets.
+func (sc *scrape) appendProtoHistogram(b []byte, h *Histogram) []byte {
 	hs := &sc.hist
 	h.snapshot(hs, true)
 	b = appendVarintField(b, 1, hs.count)
 	b = appendDoubleField(b, 2, hs.sum)
 	var cum uint64
-	for i, ub := range LatencyBuckets {
+	for i, ub := range hs.bounds {
 		cum += hs.counts[i]
 		b = binary.AppendUvarint(appendTag(b, 3, wireBytes), uint64(1+varintLen(cum)+1+8))
 		b = appendVarintField(b, 1, cum)

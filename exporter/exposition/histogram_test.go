@@ -1,4 +1,4 @@
-package prober
+package exposition
 
 import (
 	"math"
@@ -11,27 +11,30 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
+// testBuckets are the exporter's latency buckets: 1 us doubling to 2 s.
+var testBuckets = prometheus.ExponentialBuckets(1e-6, 2, 22)
+
 // referenceOpts are the options of the client_golang histogram that
-// latencyHistogram replaced: its output is the reference.
+// Histogram replaced: its output is the reference.
 var referenceOpts = prometheus.HistogramOpts{
 	Name:                            "reference",
 	Help:                            "reference",
-	Buckets:                         LatencyBuckets,
+	Buckets:                         testBuckets,
 	NativeHistogramBucketFactor:     1.05,
 	NativeHistogramMaxBucketNumber:  nativeMaxBuckets,
 	NativeHistogramMinResetDuration: nativeMinResetPeriod,
 }
 
 // histogramOf is what a scrape writes for h.
-func histogramOf(h *latencyHistogram) *dto.Histogram {
+func histogramOf(h *Histogram) *dto.Histogram {
 	return h.write(newHistogramBlocks(h.size()))
 }
 
-// TestLatencyHistogramMatchesClientGolang: for the same samples, the
+// TestHistogramMatchesClientGolang: for the same samples, the
 // classic buckets, count, sum and native histogram (schema, zero bucket,
 // spans and deltas) are client_golang's, including after the buckets
 // outgrew the limit and the schema came down.
-func TestLatencyHistogramMatchesClientGolang(t *testing.T) {
+func TestHistogramMatchesClientGolang(t *testing.T) {
 	r := rand.New(rand.NewPCG(14, 1))
 	for _, tc := range []struct {
 		name    string
@@ -45,7 +48,7 @@ func TestLatencyHistogramMatchesClientGolang(t *testing.T) {
 			for e := -30; e < 3; e++ {
 				s = append(s, math.Ldexp(1, e))
 			}
-			return append(s, LatencyBuckets...)
+			return append(s, testBuckets...)
 		}},
 		{name: "hardware, a tail", samples: func() []float64 {
 			s := make([]float64, 2000)
@@ -74,10 +77,10 @@ func TestLatencyHistogramMatchesClientGolang(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ref := prometheus.NewHistogram(referenceOpts)
-			h := newLatencyHistogram(time.Now())
+			h := newHistogram(testBuckets, time.Now())
 			for _, v := range tc.samples() {
 				ref.Observe(v)
-				h.observe(v, 1, time.Now())
+				h.Observe(v, 1, time.Now())
 			}
 			var want dto.Metric
 			if err := ref.Write(&want); err != nil {
@@ -120,19 +123,19 @@ func spans(s []*dto.BucketSpan) [][2]int64 {
 
 // spread observes samples over six decades: more native buckets than the
 // limit at full resolution.
-func spread(h *latencyHistogram, now time.Time) {
+func spread(h *Histogram, now time.Time) {
 	for i := range 1000 {
-		h.observe(1e-6*math.Pow(10, 6*float64(i)/1000), 1, now)
+		h.Observe(1e-6*math.Pow(10, 6*float64(i)/1000), 1, now)
 	}
 }
 
-// TestLatencyHistogramResets: a histogram that outgrew its buckets within
+// TestHistogramResets: a histogram that outgrew its buckets within
 // the hour comes down in resolution and starts over at full resolution
 // once the hour is up; one that outgrows them later starts over at once,
 // keeping the sample that overflowed it.
-func TestLatencyHistogramResets(t *testing.T) {
+func TestHistogramResets(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
-	h := newLatencyHistogram(t0)
+	h := newHistogram(testBuckets, t0)
 	spread(h, t0.Add(time.Minute))
 	if got := histogramOf(h); got.GetSchema() >= nativeSchema || got.GetSampleCount() != 1000 {
 		t.Fatalf("after the spread: schema %d, %d samples; want a lower schema and 1000", got.GetSchema(), got.GetSampleCount())
@@ -140,12 +143,12 @@ func TestLatencyHistogramResets(t *testing.T) {
 	if len(h.buckets) > nativeMaxBuckets {
 		t.Errorf("%d native buckets, limit %d", len(h.buckets), nativeMaxBuckets)
 	}
-	h.observe(5e-6, 1, t0.Add(59*time.Minute))
+	h.Observe(5e-6, 1, t0.Add(59*time.Minute))
 	if got := histogramOf(h); got.GetSampleCount() != 1001 {
 		t.Errorf("within the hour: %d samples, want 1001", got.GetSampleCount())
 	}
 	later := t0.Add(time.Hour + time.Second)
-	h.observe(5e-6, 1, later)
+	h.Observe(5e-6, 1, later)
 	got := histogramOf(h)
 	if got.GetSchema() != nativeSchema || got.GetSampleCount() != 1 || got.GetBucket()[2].GetCumulativeCount() != 0 || got.GetBucket()[3].GetCumulativeCount() != 1 {
 		t.Errorf("after the hour: schema %d, %d samples, buckets %v; want schema %d and the one new sample", got.GetSchema(), got.GetSampleCount(), got.GetBucket()[:4], nativeSchema)
@@ -154,7 +157,7 @@ func TestLatencyHistogramResets(t *testing.T) {
 		t.Errorf("created %v, want the reset's %v", got.GetCreatedTimestamp().AsTime(), later)
 	}
 
-	old := newLatencyHistogram(t0)
+	old := newHistogram(testBuckets, t0)
 	at := t0.Add(2 * time.Hour)
 	spread(old, at)
 	got = histogramOf(old)

@@ -1,4 +1,4 @@
-package prober
+package exposition
 
 import (
 	"compress/gzip"
@@ -11,13 +11,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// ScrapeHandler serves /metrics: the probe families written straight
-// from the prober's state (expose.go), merged by name with what a
-// registry gathers (the exporter's own, Go and process metrics, which
-// are few). It is also the Registerer the probe metrics are registered
-// on: it keeps a *Metrics aside for itself, registering only its
-// descriptions on the registry so that names are still checked against
-// the other collectors, and passes every other collector through.
+// Handler serves /metrics: a Set's families written straight from its
+// state (encode.go), merged by name with what a registry gathers (the
+// exporter's own, Go and process metrics, which are few). It is also the
+// Registerer the Set is registered on: it keeps the Set aside for
+// itself, registering only its descriptions on the registry so that
+// names are still checked against the other collectors, and passes
+// every other collector through.
 //
 // It answers in delimited protobuf when asked for it, which Prometheus
 // does when it ingests native histograms, and in the text format (0.0.4)
@@ -26,43 +26,53 @@ import (
 // as Prometheus' always do, at gzip's fastest level: at 1,000 targets the
 // default level cost more CPU than the rest of the scrape, for a body a
 // fifth smaller.
-type ScrapeHandler struct {
+type Handler struct {
 	reg *prometheus.Registry
 
-	mu      sync.Mutex
-	metrics *Metrics
-	descs   prometheus.Collector // metrics' descriptions, registered on reg
+	mu    sync.Mutex
+	set   prometheus.Collector // the Set registered on the handler
+	core  *core                // set's
+	descs prometheus.Collector // set's descriptions, registered on reg
 }
 
-// NewScrapeHandler serves the metrics of reg and of the Metrics
-// registered on the handler itself.
-func NewScrapeHandler(reg *prometheus.Registry) *ScrapeHandler {
-	return &ScrapeHandler{reg: reg}
+// NewHandler serves the metrics of reg and of the Set registered on the
+// handler itself.
+func NewHandler(reg *prometheus.Registry) *Handler {
+	return &Handler{reg: reg}
 }
 
-// Register keeps a *Metrics for the handler to write; any other collector
+// source is a Set of any key type.
+type source interface {
+	prometheus.Collector
+	base() *core
+}
+
+func (s *Set[K]) base() *core { return s.core }
+
+// Register keeps a Set for the handler to write; any other collector
 // goes to the registry.
-func (h *ScrapeHandler) Register(c prometheus.Collector) error {
-	m, ok := c.(*Metrics)
+func (h *Handler) Register(c prometheus.Collector) error {
+	s, ok := c.(source)
 	if !ok {
 		return h.reg.Register(c)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.metrics != nil {
-		// Two would write the same families twice.
-		return prometheus.AlreadyRegisteredError{ExistingCollector: h.metrics, NewCollector: c}
+	if h.set != nil {
+		// Two would write their families side by side, unmerged: one
+		// Handler serves one Set.
+		return prometheus.AlreadyRegisteredError{ExistingCollector: h.set, NewCollector: c}
 	}
-	descs := metricsDescs{m}
+	descs := setDescs{s.base()}
 	if err := h.reg.Register(descs); err != nil {
 		return err
 	}
-	h.metrics, h.descs = m, descs
+	h.set, h.core, h.descs = c, s.base(), descs
 	return nil
 }
 
 // MustRegister registers cs, and panics on the first error.
-func (h *ScrapeHandler) MustRegister(cs ...prometheus.Collector) {
+func (h *Handler) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
 		if err := h.Register(c); err != nil {
 			panic(err)
@@ -71,26 +81,26 @@ func (h *ScrapeHandler) MustRegister(cs ...prometheus.Collector) {
 }
 
 // Unregister removes c, as the registry's Unregister does.
-func (h *ScrapeHandler) Unregister(c prometheus.Collector) bool {
-	if m, ok := c.(*Metrics); ok {
+func (h *Handler) Unregister(c prometheus.Collector) bool {
+	if s, ok := c.(source); ok {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if h.metrics != m {
+		if h.core != s.base() {
 			return false
 		}
 		h.reg.Unregister(h.descs)
-		h.metrics, h.descs = nil, nil
+		h.set, h.core, h.descs = nil, nil, nil
 		return true
 	}
 	return h.reg.Unregister(c)
 }
 
-// metricsDescs describes a Metrics' families and collects nothing: the
-// handler writes them.
-type metricsDescs struct{ m *Metrics }
+// setDescs describes a Set's families and collects nothing: the handler
+// writes them.
+type setDescs struct{ c *core }
 
-func (d metricsDescs) Describe(ch chan<- *prometheus.Desc) { d.m.Describe(ch) }
-func (d metricsDescs) Collect(chan<- prometheus.Metric)    {}
+func (d setDescs) Describe(ch chan<- *prometheus.Desc) { d.c.Describe(ch) }
+func (d setDescs) Collect(chan<- prometheus.Metric)    {}
 
 // scrapeFormats are the formats the handler writes, in its order of
 // preference when a request accepts several.
@@ -101,7 +111,7 @@ var gzipPool = sync.Pool{New: func() any {
 	return w
 }}
 
-func (h *ScrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mfs, err := h.reg.Gather()
 	if err != nil {
 		// As promhttp's default (HTTPErrorOnError): a partial scrape
@@ -110,7 +120,7 @@ func (h *ScrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mu.Lock()
-	m := h.metrics
+	c := h.core
 	h.mu.Unlock()
 
 	format := expfmt.NegotiateAccept(r.Header, scrapeFormats...)
@@ -147,24 +157,27 @@ func (h *ScrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			only[n] = true
 		}
 	}
-	if m != nil {
-		m.snapshot(sc)
+	var order []int // c's families by name
+	if c != nil {
+		c.snapshot(sc)
+		order = c.exposeOrder
 	}
 	write := func(f int) {
-		if sc.err != nil || (only != nil && !only[familyDefs[f].name]) {
+		fam := &c.families[f]
+		if sc.err != nil || (only != nil && !only[fam.Name]) {
 			return // the client is gone, or did not ask for f
 		}
 		if proto {
-			sc.writeProto(f)
+			sc.writeProto(f, fam)
 		} else {
-			sc.writeText(f)
+			sc.writeText(f, fam)
 		}
 	}
 	enc := expfmt.NewEncoder(sc, format)
-	next := 0 // in exposeOrder
+	next := 0 // in order
 	for _, mf := range mfs {
-		for ; next < len(exposeOrder) && familyDefs[exposeOrder[next]].name < mf.GetName(); next++ {
-			write(exposeOrder[next])
+		for ; next < len(order) && c.families[order[next]].Name < mf.GetName(); next++ {
+			write(order[next])
 		}
 		if only != nil && !only[mf.GetName()] {
 			continue
@@ -173,8 +186,8 @@ func (h *ScrapeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return // the body has begun; all that is left is to stop
 		}
 	}
-	for ; next < len(exposeOrder); next++ {
-		write(exposeOrder[next])
+	for ; next < len(order); next++ {
+		write(order[next])
 	}
 	if c, ok := enc.(expfmt.Closer); ok {
 		_ = c.Close()
