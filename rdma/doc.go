@@ -12,13 +12,17 @@
 // about each device), endpoint_linux.go (an endpoint's verbs objects and
 // their connection), siderun_linux.go (one side of a test: its life and
 // the coordination of the two sides), crun_linux.go (the C memory a run
-// is laid out in and read back from), cm_linux.go (connecting an
+// is laid out in and read back from), enums_linux.go (which fails to
+// build if Go's numbers leave shim.h's), and four files that connect an
 // endpoint's QPs through the RDMA connection manager, librdmacm, instead
-// of by exchange; cm.c and cm.h its C side) and enums_linux.go (which
-// fails to build if Go's numbers leave shim.h's). Builds without libibverbs (other
-// operating systems, CGO_ENABLED=0, or the nordma tag) compile
-// verbs_stub.go instead, whose functions return ErrNotSupported, so every
-// package above this one still builds and its own tests still run.
+// of by exchange (cm.c and cm.h their C side): cm_linux.go (the event
+// channel and what both ends share), cmdial_linux.go (the connecting
+// end), cmlisten_linux.go (the listener and the accepting end) and
+// cmroute_linux.go (resolving a route, connecting nothing). Builds
+// without libibverbs (other operating systems, CGO_ENABLED=0, or the
+// nordma tag) compile verbs_stub.go instead, whose functions return
+// ErrNotSupported, so every package above this one still builds and its
+// own tests still run.
 // pair.go, side.go (roles, linking two sides in one process),
 // sideresult.go, pattern.go (the validation pattern) and cm.go (the CM's
 // events, times and errors) need no C and serve both builds.
