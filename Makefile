@@ -159,12 +159,13 @@ false-alarms: testbed-build $(TESTBIN)/soak.testbed.test $(TESTBIN)/rdmarun
 		testbed/gotest.sh $(TESTBIN)/soak.testbed.test soak -test.run '^TestFalseAlarms$$' -test.timeout $$(( $(FALSE_ALARM_RUNS) * 10 + 200 ))s
 
 # rdmarun compare's error rates on the VM: COMPARE_TRIALS pairs of runs of
-# scenarios/baseline.yaml (3 passes each) on a quiet testbed, each pair
+# scenarios/baseline.yaml (3 passes each, 2 s apart) on a quiet testbed, each pair
 # compared (at least 95% must be no significant change), and
 # COMPARE_DELAY_TRIALS with 1 ms added to the responder's answers (every
 # latency test must regress). testbed-test runs the delayed trial once
-# and not the quiet ones, which do not reach 95% yet (33 of 40 measured;
-# runner/compare_testbed_test.go says why); about 10 s and 20 s a trial.
+# and not the quiet ones, which do not reach 95% yet (37 of 40 measured,
+# on a loaded host; runner/compare_testbed_test.go says why); about 20 s
+# and 40 s a trial.
 COMPARE_TRIALS ?= 40
 COMPARE_DELAY_TRIALS ?= 10
 .PHONY: compare-trials
