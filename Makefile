@@ -202,14 +202,14 @@ loss-compare: testbed-build $(TESTBIN)/rdmarun
 # The round trip at each position after a run's start on a kept session,
 # and short runs by their warm-up against bench's long ones, beside
 # perftest's round trips by position: what a probe's mean is made of
-# (exporter/README.md, Probe cost). Minutes of VM time.
+# (docs/measurements.md, Probe cost). Minutes of VM time.
 .PHONY: run-start-latency
 run-start-latency: testbed-build $(TESTBIN)/peer.testbed.test $(TESTBIN)/rdmarun
 	TESTBED_ENV="RUN_START_LATENCY=1 RDMARUN_BIN=$(CURDIR)/$(TESTBIN)/rdmarun" \
 		testbed/gotest.sh $(TESTBIN)/peer.testbed.test peer -test.run '^TestRunStartLatency$$' -test.timeout 30m
 
 # What the exporter costs while it probes (CPU from /proc, mean RTT against
-# rdmarun bench), a table for exporter/README.md; minutes of VM time, so
+# rdmarun bench), a table for docs/measurements.md; minutes of VM time, so
 # not part of testbed-test. PROBE_COST_BASELINE=/path/to/rdmarun_exporter
 # interleaves another build's rows for a before and after; PROBE_COST_CASES
 # picks rows (targets/mode/interval, comma-separated: 4/busy_poll/1s; targets

@@ -27,8 +27,8 @@ import (
 // 100, as `rdmarun bench` runs; and perftest's round trips by position
 // on the same pair, which show the machine's own first round trips. It
 // is a measurement, not a check of speed: `make run-start-latency` runs
-// it, and it fails only when a run fails. exporter/README.md (Probe cost)
-// has its tables.
+// it, and it fails only when a run fails. docs/measurements.md (Probe
+// cost) has its tables.
 func TestRunStartLatency(t *testing.T) {
 	if os.Getenv("RUN_START_LATENCY") == "" {
 		t.Skip("a measurement of minutes; make run-start-latency runs it")

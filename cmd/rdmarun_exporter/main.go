@@ -57,7 +57,7 @@ func run(args []string) int {
 	// node_exporter's flag, with its default: the probes' round trips run
 	// on threads of their own, outside this limit, and with one P the Go
 	// scheduler wakes fewer threads around each probe (exporter CPU 8-20%
-	// lower in the VM, exporter/README.md).
+	// lower in the VM, docs/measurements.md#probe-cost).
 	maxProcs := app.Flag("runtime.gomaxprocs", "The most threads that run Go code at once (GOMAXPROCS). The probes' round trips run on threads of their own, outside this limit.").Envar("GOMAXPROCS").Default("1").Int()
 	webFlags := kingpinflag.AddFlags(app, ":10520")
 	logConfig := &promslog.Config{}

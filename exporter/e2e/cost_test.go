@@ -40,7 +40,7 @@ func (c costCase) String() string {
 	return fmt.Sprintf("%d/%s/%v", c.targets, c.mode, c.interval)
 }
 
-// costCases are the rows of exporter/README.md's table: an idle
+// costCases are the rows of docs/measurements.md's Probe cost tables: an idle
 // exporter, the default module (10 write_imm round trips of 2 B every
 // 15 s) at 1, 4 and 16 targets, and the heavy case of a probe every
 // second, each in both modes.

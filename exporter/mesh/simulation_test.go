@@ -17,7 +17,8 @@ import (
 
 // The simulation runs the mesh of a whole fleet without RDMA: who probes
 // whom, how evenly, how long until every pair has been probed, and what
-// one node's Choose costs. Its table goes into exporter/README.md.
+// one node's Choose costs. Its table goes into docs/measurements.md (Mesh
+// scale).
 
 // ring is a whole fleet's ring of one epoch, computed once for all nodes:
 // Choose on every node of a 10,000-node fleet for thousands of epochs
@@ -176,7 +177,7 @@ func chooseCost(cfg config.Mesh, all []config.Target) (ns, bytes, allocs int64, 
 	return res.NsPerOp(), res.AllocedBytesPerOp(), res.AllocsPerOp(), held
 }
 
-// TestSimulation prints the table of exporter/README.md's Mesh section and
+// TestSimulation prints the table of docs/measurements.md's Mesh scale section and
 // checks the numbers it states. MESH_SIM_FULL=1 adds the coverage of all
 // ~10^8 ordered pairs of 10,000 nodes (about a minute).
 func TestSimulation(t *testing.T) {
