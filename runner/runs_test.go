@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,5 +75,55 @@ func TestExecuteRunsFile(t *testing.T) {
 				t.Errorf("the runs file's runs differ from the report's:\ngot  %s\nwant %s", got, want)
 			}
 		})
+	}
+}
+
+// TestExecuteFleetRunsFile: in a fleet, whose pairs run at once, each
+// run is written once, whole, as it ends: the file holds the report's
+// runs, in the order they finished rather than the report's.
+func TestExecuteFleetRunsFile(t *testing.T) {
+	sc := fleetScenario(t, 4, nil)
+	f := &fakeRelay{hosts: sc.Fleet.Hosts}
+	var b bytes.Buffer
+	var w *report.RunsWriter
+	opt := Options{
+		Begun: func(rep *report.Report) {
+			var err error
+			if w, err = report.NewRunsWriter(&b, rep); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Progress: func(_, _ int, run *report.Run) {
+			if run.Status == "" {
+				t.Error("a fleet's progress call before a run")
+				return
+			}
+			if err := w.Write(run); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	rep, err := ExecuteFleet(context.Background(), sc, Relay{Via: f, Doctor: f.Doctor}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, runs, err := report.ReadRuns(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := func(rs []report.Run) []string {
+		var out []string
+		for _, r := range rs {
+			j, _ := json.Marshal(r)
+			out = append(out, string(j))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if len(rep.Runs) == 0 {
+		t.Fatal("the fleet ran nothing")
+	}
+	if got, want := lines(runs), lines(rep.Runs); !slices.Equal(got, want) {
+		t.Errorf("the runs file holds %d runs, the report %d; they differ:\nfile   %v\nreport %v", len(got), len(want), got, want)
 	}
 }
