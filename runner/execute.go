@@ -15,10 +15,16 @@ type Options struct {
 	Tool string // "rdmarun <version>", for the report
 	File string
 	// Progress, when set, is called before and after each run (for a
-	// terminal progress line or plain CI log lines). ExecuteFleet calls
-	// it only after each run, as pairs run at once; never two calls at
-	// a time.
+	// terminal progress line or plain CI log lines). A before-call's run
+	// has no Status yet; an after-call's run is the one the report
+	// holds, once per run that ran or errored (a skipped run has no
+	// calls). ExecuteFleet calls it only after each run, as pairs run at
+	// once; never two calls at a time.
 	Progress func(done, total int, run *report.Run)
+	// Begun, when set, is called once before the first run with the
+	// report as it starts: its schema, tool, scenario, file and start
+	// set, its runs not yet (a runs file's header is written from it).
+	Begun func(rep *report.Report)
 }
 
 // Execute runs every expanded run of sc on target, judges each run's
@@ -46,6 +52,9 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 	rep := &report.Report{
 		Schema: report.Schema, Tool: opt.Tool, Scenario: sc.Name, File: opt.File,
 		Peer: target.Describe(), Started: time.Now(),
+	}
+	if opt.Begun != nil {
+		opt.Begun(rep)
 	}
 	link := target.LinkGbps()
 	for i, r := range runs {

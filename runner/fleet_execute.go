@@ -121,6 +121,9 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 		c.gid = &g
 	}
 	c.rail = fl.Pattern == fleet.Rail
+	if opt.Begun != nil {
+		opt.Begun(c.rep)
+	}
 
 	c.runRounds(ctx, fl.Rounds, 0)
 	for k := 1; k <= fl.Confirm && ctx.Err() == nil; k++ {

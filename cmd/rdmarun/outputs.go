@@ -19,8 +19,12 @@ import (
 // outputs are where a run's report goes, for scenarios and bench alike.
 type outputs struct {
 	json, junit, html string
-	quiet             bool
-	verbose           bool
+	// runs is --runs: not one of set's, as it streams while the
+	// scenario runs and stdout does not take it.
+	runs    string
+	runsSet bool
+	quiet   bool
+	verbose bool
 	// set records which outputs were given: kingpin hands a lone "-" over
 	// as "", so a given output with an empty path means stdout.
 	set [3]bool
@@ -35,6 +39,7 @@ func (o *outputs) addFlags(cmd *kingpin.CmdClause) {
 	cmd.Flag("json", "Write the versioned JSON results here (- for stdout).").IsSetByUser(&o.set[0]).StringVar(&o.json)
 	cmd.Flag("junit", "Write JUnit XML here (one testcase per case x size x qps x mode; - for stdout).").IsSetByUser(&o.set[1]).StringVar(&o.junit)
 	cmd.Flag("html", "Write a self-contained HTML report here (- for stdout).").IsSetByUser(&o.set[2]).StringVar(&o.html)
+	cmd.Flag("runs", "Stream each run's result here as it finishes: JSON Lines (schema rdmarun.runs/v1), a header line, then one line per run as in the JSON report's runs; a crash or Ctrl-C keeps every finished run. Several scenarios: a file each, named as for --json.").PlaceHolder("FILE").IsSetByUser(&o.runsSet).StringVar(&o.runs)
 	cmd.Flag("quiet", "Print only the summary and failures.").BoolVar(&o.quiet)
 	cmd.Flag("verbose", "Print every side's counters for every run, the zero ones and the ones its drivers do not count (by default only the counters that moved; --json, --junit and --html always hold them all).").BoolVar(&o.verbose)
 }
@@ -48,6 +53,9 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 			*p = "-"
 		}
 	}
+	if out.runsSet && (out.runs == "" || out.runs == "-") {
+		return &exitError{exitInvalid, errRunsStdout}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	// A machine-readable output on stdout must not be mixed with text:
@@ -58,13 +66,27 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 	}
 	worst := exitOK
 	var reports []*report.Report
+	var runsErr error
 	for i, sc := range scs {
 		name := files[i]
 		if name == "" {
 			name = sc.Name
 		}
 		opt := runner.Options{Tool: "rdmarun " + buildversion.String(), File: files[i], Progress: progress(stderr)}
+		var rf *runsFile
+		if out.runs != "" {
+			var err error
+			if rf, err = createRuns(scenarioPath(out.runs, sc.Name, len(scs) > 1), stderr); err != nil {
+				return err
+			}
+			rf.hook(&opt)
+		}
 		rep, err := executeOne(ctx, stderr, sc, name, at, opt)
+		if rf != nil {
+			if cerr := rf.close(); runsErr == nil {
+				runsErr = cerr
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -85,6 +107,9 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 	}
 	if err := out.save.write(stderr, reports, out.quiet); err != nil {
 		return &exitError{exitEnvironment, err}
+	}
+	if runsErr != nil {
+		return &exitError{exitEnvironment, runsErr}
 	}
 	if worst != exitOK {
 		return &exitError{worst, fmt.Errorf("%s", map[int]string{exitFailed: "a threshold failed (in a fleet: or a pair did not finish, or a suspect is named)", exitAborted: "a run did not finish", exitEnvironment: "the environment is unusable"}[worst])}
@@ -193,12 +218,8 @@ func (o *outputs) write(stdout io.Writer, reports []*report.Report) error {
 		}
 		for _, rep := range reports {
 			path := out.path
-			if len(reports) > 1 && path != "-" {
-				ext := ""
-				if i := strings.LastIndex(path, "."); i > strings.LastIndex(path, "/") {
-					path, ext = path[:i], path[i:]
-				}
-				path = path + "-" + rep.Scenario + ext
+			if path != "-" {
+				path = scenarioPath(path, rep.Scenario, len(reports) > 1)
 			}
 			if err := writeOutput(stdout, path, func(w io.Writer) error { return out.write(w, rep) }); err != nil {
 				return err
@@ -206,6 +227,19 @@ func (o *outputs) write(stdout io.Writer, reports []*report.Report) error {
 		}
 	}
 	return nil
+}
+
+// scenarioPath is the file of one scenario's output when many run: the
+// scenario's name goes before the extension.
+func scenarioPath(path, scenario string, many bool) string {
+	if !many {
+		return path
+	}
+	ext := ""
+	if i := strings.LastIndex(path, "."); i > strings.LastIndex(path, "/") {
+		path, ext = path[:i], path[i:]
+	}
+	return path + "-" + scenario + ext
 }
 
 // progress prints one line per run: on a terminal someone watches it

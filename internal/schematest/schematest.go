@@ -5,30 +5,35 @@ package schematest
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Compile loads the JSON schema at path; formats (date-time) are
-// asserted, so a date field must hold a date, not only a string.
-func Compile(t testing.TB, path string) *jsonschema.Schema {
+// asserted, so a date field must hold a date, not only a string. The
+// schemas at others are loaded beside it, for the references it makes to
+// them by their $id.
+func Compile(t testing.TB, path string, others ...string) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	if err := c.AddResource("schema.json", doc); err != nil {
-		t.Fatal(err)
+	for _, p := range append(others, path) {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if err := c.AddResource(filepath.Base(p), doc); err != nil {
+			t.Fatal(err)
+		}
 	}
-	s, err := c.Compile("schema.json")
+	s, err := c.Compile(filepath.Base(path))
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
