@@ -61,7 +61,7 @@ var families = [numFamilies]exposition.Family{
 	famLastOK: {Name: "rdma_probe_last_success_timestamp_seconds", Kind: exposition.KindGauge,
 		Help: "When the last successful probe ended, in seconds since the epoch."},
 	famDuration: {Name: "rdma_probe_duration_seconds", Kind: exposition.KindGauge,
-		Help: "How long the last probe took, setup included, in seconds."},
+		Help: "How long the last probe took to its outcome, connection set-up included, in seconds; closing a failed connection afterwards is not."},
 	famProbes: {Name: "rdma_probes_total", Kind: exposition.KindCounter, Label: "result",
 		Help: "Probes run, by result (success, completion_error, timeout, port_down, error)."},
 	famConnections: {Name: "rdma_probe_connections_total", Kind: exposition.KindCounter,
