@@ -127,7 +127,12 @@ func firstNIC(hosts []Host, i int) NIC {
 }
 
 func completePairs(hosts []Host, nic func([]Host, int) NIC, both bool) []Pair {
-	var pairs []Pair
+	n := len(hosts)
+	dirs := 1
+	if both {
+		dirs = 2
+	}
+	pairs := make([]Pair, 0, n*(n-1)/2*dirs) // growing by doubling peaks near twice this
 	for i := range hosts {
 		for j := i + 1; j < len(hosts); j++ {
 			pairs = append(pairs, Pair{nic(hosts, i), nic(hosts, j)})
