@@ -342,13 +342,20 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 				envHost = res.setupHost
 			}
 			if aborts(r, run, e) {
-				aborted = fmt.Sprintf("not run: case %s has abort_on_fail and run %d %s on this pair", r.Case, r.Index, run.Status)
+				aborted = abortedOnPair(r, run.Status)
 			}
 			c.progress(run)
 		}
 		out = append(out, res)
 	}
 	return out
+}
+
+// abortedOnPair is the error of a pair's runs that abort_on_fail skips
+// after run r ended with status: one text whether the pair ran now or is
+// taken from a resumed run's file.
+func abortedOnPair(r Run, status report.Status) string {
+	return fmt.Sprintf("not run: case %s has abort_on_fail and run %d %s on this pair", r.Case, r.Index, status)
 }
 
 func (c *coordinator) progress(run *report.Run) {

@@ -127,7 +127,7 @@ func (c *coordinator) resumePair(p fleet.Pair, attempt int, where *report.PairRu
 		got.Pair = where
 		res.run = got
 		if aborts(r, &res.run, endJudged) {
-			aborted = fmt.Sprintf("not run: case %s has abort_on_fail and run %d %s on this pair", r.Case, r.Index, got.Status)
+			aborted = abortedOnPair(r, got.Status)
 		}
 		out = append(out, res)
 	}
