@@ -25,6 +25,15 @@ type Options struct {
 	// report as it starts: its schema, tool, scenario, file and start
 	// set, its runs not yet (a runs file's header is written from it).
 	Begun func(rep *report.Report)
+	// Resume holds the runs of an interrupted run of the same scenario,
+	// as a runs file holds them (report.ReadRuns). Their passed and
+	// failed runs are kept as they are, with no Progress call, and only
+	// the others run: in a single pair the missing and errored indices,
+	// in a fleet the pairs not done (a pair partly done runs again
+	// whole). The report is then the one an uninterrupted run would have
+	// made of the same results. A run that does not match the scenario
+	// makes Execute fail, naming it.
+	Resume []report.Run
 }
 
 // Execute runs every expanded run of sc on target, judges each run's
@@ -49,6 +58,10 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 	if b := sc.Baseline; b != nil && b.Report == nil {
 		return nil, fmt.Errorf("the baseline %s was not read; load the scenario with Load, or set Baseline.Report", b.File)
 	}
+	if err := checkResume(runs, opt.Resume, nil); err != nil {
+		return nil, err
+	}
+	resumed := resumedByIndex(opt.Resume)
 	rep := &report.Report{
 		Schema: report.Schema, Tool: opt.Tool, Scenario: sc.Name, File: opt.File,
 		Peer: target.Describe(), Started: time.Now(),
@@ -62,6 +75,14 @@ func Execute(ctx context.Context, sc *Scenario, target Target, opt Options) (*re
 		if rep.StopReason != "" {
 			out.Status = report.Skipped
 			rep.Runs = append(rep.Runs, out)
+			continue
+		}
+		if got, ok := resumed[i]; ok {
+			if aborts(r, &got, endJudged) {
+				rep.Stopped = fmt.Sprintf("case %s has abort_on_fail and run %d %s", r.Case, r.Index, got.Status)
+				rep.StopReason = report.StopAbortOnFail
+			}
+			rep.Runs = append(rep.Runs, got)
 			continue
 		}
 		if i > 0 && r.Repeat != runs[i-1].Repeat {

@@ -97,6 +97,9 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 	if err := checkPlan(fl); err != nil {
 		return nil, err
 	}
+	if err := checkResume(runs, opt.Resume, fl); err != nil {
+		return nil, err
+	}
 	c := &coordinator{
 		fleet: fl, runs: runs, repeatGap: sc.RepeatGap, opt: opt, via: relay.Via,
 		names: metricNames(runs),
@@ -108,7 +111,8 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 				Parallel: fl.Parallel, Confirm: fl.Confirm, LagFactor: fl.LagFactor,
 			},
 		},
-		a: peer.ClientConfig{Token: relay.Token, TLS: relay.TLS, StepTimeout: relay.StepTimeout},
+		a:       peer.ClientConfig{Token: relay.Token, TLS: relay.TLS, StepTimeout: relay.StepTimeout},
+		resumed: resumedByPair(opt.Resume),
 	}
 	if c.via == nil {
 		c.via = RelayFunc(peer.RunVia)
@@ -226,6 +230,7 @@ type coordinator struct {
 	measured    int    // runs that reached a test outcome (not env, not skipped)
 	firstEnv    string // the first environment error, for a fleet that could not run at all
 	setup       map[int]*report.SetupFinding
+	resumed     map[pairAttempt]map[int]report.Run // Options.Resume's, of the pairs done
 
 	mu          sync.Mutex // held for progress calls
 	done, total int
@@ -298,6 +303,9 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 	b := peer.Remote{Addr: hosts[p.B.Host].DialAddr(), Device: p.B.Device, GIDIndex: c.gid}
 	where := &report.PairRun{A: c.nicName(p.A), B: c.nicName(p.B), Pair: p, Round: round, Attempt: attempt}
 
+	if out := c.resumePair(p, attempt, where); out != nil {
+		return out
+	}
 	out := make([]pairResult, 0, len(c.runs))
 	var envErr, aborted string
 	envHost := -1
@@ -334,13 +342,20 @@ func (c *coordinator) runPair(ctx context.Context, p fleet.Pair, round, attempt 
 				envHost = res.setupHost
 			}
 			if aborts(r, run, e) {
-				aborted = fmt.Sprintf("not run: case %s has abort_on_fail and run %d %s on this pair", r.Case, r.Index, run.Status)
+				aborted = abortedOnPair(r, run.Status)
 			}
 			c.progress(run)
 		}
 		out = append(out, res)
 	}
 	return out
+}
+
+// abortedOnPair is the error of a pair's runs that abort_on_fail skips
+// after run r ended with status: one text whether the pair ran now or is
+// taken from a resumed run's file.
+func abortedOnPair(r Run, status report.Status) string {
+	return fmt.Sprintf("not run: case %s has abort_on_fail and run %d %s on this pair", r.Case, r.Index, status)
 }
 
 func (c *coordinator) progress(run *report.Run) {

@@ -23,6 +23,8 @@ type outputs struct {
 	// scenario runs and stdout does not take it.
 	runs    string
 	runsSet bool
+	// resume is --resume, of rdmarun run: an interrupted run's runs file.
+	resume  string
 	quiet   bool
 	verbose bool
 	// set records which outputs were given: kingpin hands a lone "-" over
@@ -56,6 +58,9 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 	if out.runsSet && (out.runs == "" || out.runs == "-") {
 		return &exitError{exitInvalid, errRunsStdout}
 	}
+	if out.resume != "" && len(scs) > 1 {
+		return &exitError{exitInvalid, errors.New("--resume takes one scenario: its runs file is of one; resume each scenario on its own")}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	// A machine-readable output on stdout must not be mixed with text:
@@ -73,12 +78,25 @@ func execute(stdout, stderr io.Writer, scs []*runner.Scenario, files []string, a
 			name = sc.Name
 		}
 		opt := runner.Options{Tool: "rdmarun " + buildversion.String(), File: files[i], Progress: progress(stderr)}
+		if out.resume != "" {
+			var err error
+			if opt.Resume, err = readResume(out.resume, sc, stderr); err != nil {
+				return err
+			}
+		}
 		var rf *runsFile
 		if out.runs != "" {
 			var err error
-			if rf, err = createRuns(scenarioPath(out.runs, sc.Name, len(scs) > 1), stderr); err != nil {
+			path := scenarioPath(out.runs, sc.Name, len(scs) > 1)
+			if out.resume != "" && sameFile(path, out.resume) {
+				rf, err = appendRuns(path, stderr)
+			} else {
+				rf, err = createRuns(path, stderr)
+			}
+			if err != nil {
 				return err
 			}
+			rf.resumed = opt.Resume
 			rf.hook(&opt)
 		}
 		rep, err := executeOne(ctx, stderr, sc, name, at, opt)

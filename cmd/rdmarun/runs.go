@@ -24,6 +24,11 @@ type runsFile struct {
 	f      *os.File
 	w      *report.RunsWriter
 	err    error // the first error; set, nothing more is written
+	// appending: the file is --resume's, its header already there.
+	appending bool
+	// resumed are the runs --resume keeps, written after the header of
+	// a new file.
+	resumed []report.Run
 }
 
 // createRuns creates the runs file at path before the scenario runs, so
@@ -39,9 +44,14 @@ func createRuns(path string, stderr io.Writer) (*runsFile, error) {
 // hook sets opt's Begun and wraps its Progress to write the file.
 func (rf *runsFile) hook(opt *runner.Options) {
 	opt.Begun = func(rep *report.Report) {
+		if rf.appending {
+			rf.w = report.AppendRunsWriter(rf.f)
+			return
+		}
 		w, err := report.NewRunsWriter(rf.f, rep)
 		rf.w = w
 		rf.fail(err)
+		rf.kept(rf.resumed)
 	}
 	next := opt.Progress
 	opt.Progress = func(done, total int, run *report.Run) {
@@ -68,7 +78,7 @@ func (rf *runsFile) fail(err error) {
 // machine that loses power after a run that finished. It returns the
 // first error of the file's life.
 func (rf *runsFile) close() error {
-	if rf.w == nil && rf.err == nil {
+	if rf.w == nil && rf.err == nil && !rf.appending {
 		// The scenario did not start (Execute refused it): an empty
 		// file would only be a runs file without a header.
 		rf.f.Close()

@@ -35,6 +35,7 @@ func newScenarioCmds(app *kingpin.Application) (run, validate *scenarioCmd) {
 	rc.Flag("wait-for-responders", "A fleet scenario: first wait up to this long (2m) until every host's responder accepts a connection, retrying each one that does not; past it, exit 4 naming the hosts that never answered. 0: start at once.").PlaceHolder("DURATION").DurationVar(&run.waitResponders)
 	run.addTLSFlags(rc)
 	run.addFlags(rc)
+	rc.Flag("resume", "Resume an interrupted run from its --runs FILE: keep its passed and failed runs, run the rest (errored runs again; in a fleet every pair not wholly done), and report them all as one run. With --runs naming the same file, the new runs are added to it, so it can be resumed again. One scenario only.").PlaceHolder("FILE").StringVar(&run.resume)
 	run.addBaselineFlags(rc, true)
 	vc := app.Command("validate", "Check scenarios without running them.")
 	vc.Arg("file", "Scenario files.").Required().StringsVar(&validate.files)

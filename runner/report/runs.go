@@ -50,6 +50,10 @@ func NewRunsWriter(w io.Writer, rep *Report) (*RunsWriter, error) {
 	return rw, nil
 }
 
+// AppendRunsWriter adds runs to a runs file whose header w already holds:
+// a resumed run's, so that the file can be resumed again.
+func AppendRunsWriter(w io.Writer) *RunsWriter { return &RunsWriter{w: w} }
+
 // Write appends one finished run.
 func (rw *RunsWriter) Write(r *Run) error { return rw.line(r) }
 
