@@ -15,7 +15,7 @@ type Fleet struct {
 	Hosts    []fleet.Host
 	Pattern  fleet.Pattern
 	Options  fleet.PatternOptions
-	Parallel int // at most this many pairs at once; 0: a round's every pair
+	Parallel int // at most this many pairs at once; 0: rounds unsplit, DefaultParallel at once
 	// Confirm re-runs each bad pair this many times before the suspects
 	// are named, so that one flaky sample does not blame a node.
 	Confirm   int

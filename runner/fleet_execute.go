@@ -55,7 +55,9 @@ var errNotOnePair = errors.New("runner: the scenario names hosts:, a fleet; run 
 // and judges it, then names the suspects. The rounds run in order; the
 // pairs of a round run at once, a goroutine each, every pair running all
 // of sc.Runs() in order through host A's serve against host B's; the next
-// round starts when the last pair of this one is done.
+// round starts when the last pair of this one is done. At most
+// Fleet.Parallel pairs (DefaultParallel when 0) run at once, whatever
+// the rounds hold, save an incast round's senders, which run together.
 //
 // Thresholds are judged per run as Execute judges them, link_gbps being
 // the rate of host A's port as A read it (the coordinator runs no RDMA).
@@ -260,8 +262,9 @@ func setupHost(p fleet.Pair, err error) int {
 	return -1
 }
 
-// runRounds runs the rounds in order, each one's pairs at once, and
-// records rounds, runs and outcomes. A round that ctx ended before it
+// runRounds runs the rounds in order, each one's pairs at once, at most
+// Fleet.atOnce at a time (roundAtOnce), and records rounds, runs and
+// outcomes. A round that ctx ended before it
 // started is recorded with zero times, its runs skipped.
 func (c *coordinator) runRounds(ctx context.Context, rounds []fleet.Round, attempt int) {
 	c.mu.Lock()
@@ -274,9 +277,16 @@ func (c *coordinator) runRounds(ctx context.Context, rounds []fleet.Round, attem
 		results := make([][]pairResult, len(round.Pairs))
 		if ctx.Err() == nil {
 			rr.Started = time.Now()
+			// A slot is taken before the goroutine starts, so pairs
+			// waiting for one hold no goroutine either.
+			slots := make(chan struct{}, roundAtOnce(round, c.fleet.atOnce()))
 			var wg sync.WaitGroup
 			for i, p := range round.Pairs {
-				wg.Go(func() { results[i] = c.runPair(ctx, p, rr.Index, attempt) })
+				slots <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-slots }()
+					results[i] = c.runPair(ctx, p, rr.Index, attempt)
+				})
 			}
 			wg.Wait()
 			rr.Finished = time.Now()

@@ -19,16 +19,17 @@ import (
 var fleetKeys = []string{"hosts", "devices", "pattern", "both_directions", "pairs", "parallel", "confirm", "lag_factor"}
 
 const (
-	allowedHosts    = "write a list such as [node1, node2:18521, {name: node3, addr: 10.0.0.3, devices: [mlx5_0]}], {file: PATH}, {dns: NAME, port: N}, {slurm: NODELIST} or slurm"
-	allowedDevices  = "write a list of RDMA device names such as [mlx5_0, mlx5_1], or auto (fleet-wide: each host's responder lists its ACTIVE devices when the run starts)"
-	allowedPairs    = "write a list of [initiator, responder] host names, such as [[node1, node2], [node3, node1]]"
-	allowedParallel = "write the most pairs to run at once, or 0 for no cap"
-	allowedConfirm  = "write how many times to re-run a bad pair before naming suspects, from 0 to 10"
-	allowedLag      = "write a factor above 1 (a pair lags when that many times worse than the fleet median), such as 2"
-	maxConfirm      = 10
-	maxParallel     = 1 << 20
-	maxLagFactor    = 1000
+	allowedHosts   = "write a list such as [node1, node2:18521, {name: node3, addr: 10.0.0.3, devices: [mlx5_0]}], {file: PATH}, {dns: NAME, port: N}, {slurm: NODELIST} or slurm"
+	allowedDevices = "write a list of RDMA device names such as [mlx5_0, mlx5_1], or auto (fleet-wide: each host's responder lists its ACTIVE devices when the run starts)"
+	allowedPairs   = "write a list of [initiator, responder] host names, such as [[node1, node2], [node3, node1]]"
+	allowedConfirm = "write how many times to re-run a bad pair before naming suspects, from 0 to 10"
+	allowedLag     = "write a factor above 1 (a pair lags when that many times worse than the fleet median), such as 2"
+	maxConfirm     = 10
+	maxParallel    = 1 << 20
+	maxLagFactor   = 1000
 )
+
+var allowedParallel = fmt.Sprintf("write the most pairs to run at once, or 0 for the default (%d)", DefaultParallel)
 
 // autoDevices is devices: auto (see Fleet.AutoDevices).
 const autoDevices = "auto"

@@ -52,7 +52,7 @@ invalid-unknown-pair-host.yaml:9:6: pairs: host "node4" is not in hosts:; did yo
 		{file: "invalid-pattern.yaml", want: `
 invalid-pattern.yaml:3:10: pattern: "allpairs" is not a pattern; write all-pairs, ring, pairs, rail or incast; did you mean "all-pairs"?`},
 		{file: "invalid-ranges.yaml", want: `
-invalid-ranges.yaml:3:11: parallel: -1 is out of range; write the most pairs to run at once, or 0 for no cap
+invalid-ranges.yaml:3:11: parallel: -1 is out of range; write the most pairs to run at once, or 0 for the default (512)
 invalid-ranges.yaml:4:10: confirm: 11 is out of range; write how many times to re-run a bad pair before naming suspects, from 0 to 10
 invalid-ranges.yaml:5:13: lag_factor: 1 is out of range; write a factor above 1 (a pair lags when that many times worse than the fleet median), such as 2`},
 		{file: "invalid-one-pair-keys.yaml", want: `
