@@ -74,6 +74,9 @@ func ResolveDevices(ctx context.Context, sc *Scenario, relay Relay) error {
 		return fmt.Errorf("devices: auto: %w", err)
 	}
 	fl.Hosts, fl.Pairs, fl.Rounds = hosts, pairs, rounds
+	if msg := checkOpenFiles(fl, fl.Parallel > 0); msg != "" {
+		return errors.New("devices: auto: " + msg)
+	}
 	return nil
 }
 

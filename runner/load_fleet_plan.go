@@ -20,7 +20,9 @@ var maxFleetPairs int64 = 1 << 20
 // planFleet sets the fleet's hosts, then its pairs and rounds, once the
 // hosts are known: at Parse for an inline list, at Load for the others.
 // Problems point at the node concerned: a pairs: entry, the pattern:
-// value, parallel:, or hosts: when the pattern is the default.
+// value, parallel:, or hosts: when the pattern is the default. A plan
+// whose rounds need more open files than this process may open is one
+// (checkOpenFiles).
 func (l *loader) planFleet(d *fleetDraft, listed []fleet.Host) {
 	f := d.f
 	hosts := slices.Clone(listed)
@@ -69,6 +71,14 @@ func (l *loader) planFleet(d *fleetDraft, listed []fleet.Host) {
 		return
 	}
 	f.Hosts, f.Pairs, f.Rounds = hosts, pairs, rounds
+	if msg := checkOpenFiles(f, d.parallel != nil); msg != "" {
+		// parallel: is the fix to point at, save for incast, whose
+		// rounds it cannot split.
+		if d.parallel != nil && f.Pattern != fleet.Incast {
+			at, key = d.parallel, "parallel"
+		}
+		l.errorf(at, key, "%s", msg)
+	}
 }
 
 // patternMsg drops the word pattern from fleet's message when the key
