@@ -19,7 +19,9 @@ type Options struct {
 	// has no Status yet; an after-call's run is the one the report
 	// holds, once per run that ran or errored (a skipped run has no
 	// calls). ExecuteFleet calls it only after each run, as pairs run at
-	// once; never two calls at a time.
+	// once; never two calls at a time. done counts the runs finished,
+	// those kept from Resume included, so a resumed run counts on from
+	// them (7/18 for its first after 6 kept).
 	Progress func(done, total int, run *report.Run)
 	// Begun, when set, is called once before the first run with the
 	// report as it starts: its schema, tool, scenario, file and start

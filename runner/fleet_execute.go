@@ -270,6 +270,7 @@ func (c *coordinator) runRounds(ctx context.Context, rounds []fleet.Round, attem
 	c.mu.Lock()
 	for _, r := range rounds {
 		c.total += len(r.Pairs) * len(c.runs)
+		c.done += c.keptRuns(r.Pairs, attempt)
 	}
 	c.mu.Unlock()
 	for _, round := range rounds {

@@ -133,3 +133,25 @@ func (c *coordinator) resumePair(p fleet.Pair, attempt int, where *report.PairRu
 	}
 	return out
 }
+
+// keptRuns is how many runs of pairs' attempt the resumed ones give
+// (resumePair), skipped ones aside as they have no progress call: the
+// progress count starts past them, so a resumed run's lines count on
+// from where the interrupted one stopped.
+func (c *coordinator) keptRuns(pairs []fleet.Pair, attempt int) int {
+	if len(c.resumed) == 0 {
+		return 0
+	}
+	n := 0
+	for _, p := range pairs {
+		if c.resumed[pairAttempt{p, attempt}] == nil {
+			continue
+		}
+		for _, res := range c.resumePair(p, attempt, nil) {
+			if res.run.Status != report.Skipped {
+				n++
+			}
+		}
+	}
+	return n
+}
