@@ -264,8 +264,8 @@ func setupHost(p fleet.Pair, err error) int {
 
 // runRounds runs the rounds in order, each one's pairs at once, at most
 // Fleet.atOnce at a time (roundAtOnce), and records rounds, runs and
-// outcomes. A round that ctx ended before it
-// started is recorded with zero times, its runs skipped.
+// outcomes. A round that ctx ended before it started is recorded with
+// zero times, its runs skipped.
 func (c *coordinator) runRounds(ctx context.Context, rounds []fleet.Round, attempt int) {
 	c.mu.Lock()
 	for _, r := range rounds {
