@@ -14,10 +14,12 @@ import (
 // htmlPageBudget bounds every group page of a large fleet's HTML: a
 // group's rows go on to a next page of the group before one would pass
 // it, so no page is over it whatever the grouping (a rack of 200 hosts
-// at 2,000 hosts is 400,000 rows). Browsers lay out a table of a few MB
-// in seconds; the main page is bounded by MaxGroups instead (see
-// largeFleetHTML).
-const htmlPageBudget = 4 << 20
+// at 2,000 hosts is 400,000 rows). Headless Chromium took 2.5 s to parse
+// and dump a 1 MB group page of 1,000 hosts, and 7.8 s for 2.2 MB (on
+// this project's 2-core test machine, TestLargeFleetHTMLInChromium), so
+// 1 MiB keeps a page well inside 10 s. The main page is bounded by
+// MaxGroups instead (see largeFleetHTML).
+const htmlPageBudget = 1 << 20
 
 // pageReserve is room kept on a page for what closes it: the table's
 // end, the link to the next page, the document's end.
@@ -39,6 +41,11 @@ func WriteHTML(path string, r *Report) ([]string, error) {
 	if err != nil {
 		return pages, err
 	}
+	maps, err := writeMapPages(dir, stem, base, r, links)
+	pages = append(pages, maps...)
+	if err != nil {
+		return pages, err
+	}
 	err = writeFile(path, func(w io.Writer) error { return htmlPage(w, r, links) })
 	return append([]string{path}, pages...), err
 }
@@ -56,6 +63,40 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeMapPages gives each heat map a page of its own, stem-map-01.html
+// and on, when together they are over mainMapsBudget.
+func writeMapPages(dir, stem, main string, r *Report, links *htmlLinks) ([]string, error) {
+	maps := links.groupMaps(r, groupsOf(r.Fleet))
+	total := 0
+	for _, m := range maps {
+		total += len(m)
+	}
+	if total <= mainMapsBudget {
+		return nil, nil
+	}
+	var files []string
+	for i, m := range maps {
+		name := fmt.Sprintf("%s-map-%02d.html", stem, i+1)
+		links.mapFiles = append(links.mapFiles, name)
+		path := filepath.Join(dir, name)
+		files = append(files, path)
+		err := writeFile(path, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>rdmarun: %s: %s</title>
+<style>body{font-family:system-ui,sans-serif;margin:2em;color:#222}svg.heatmap{border:1px solid #ddd}.axis{stroke:#444}.tick{font-size:11px;fill:#444}.title{font-size:13px;font-weight:bold}.legend{font-size:11px}.heatmap .val{font-size:12px;text-anchor:middle}.heatmap .mark{font-size:10px;font-weight:bold;text-anchor:middle}</style></head><body>
+<p><a href="%s">the fleet report</a></p>
+%s
+</body></html>
+`, esc(r.Scenario), esc(r.Fleet.Matrices[i].Metric), esc(main), m)
+			return err
+		})
+		if err != nil {
+			return files, err
+		}
+	}
+	return files, nil
 }
 
 // groupPageName is the file of a group's page (part from 1).

@@ -14,6 +14,43 @@ import (
 type htmlLinks struct {
 	group []string // group index -> file
 	host  []string // host index -> file#anchor
+	// maps are the group-by-group heat maps, once drawn; mapFiles, when
+	// set, the page of each (see mainMapsBudget).
+	maps     []string
+	mapFiles []string
+}
+
+// mainMapsBudget is the most heat maps the main page holds inline: each
+// is at most MaxGroups squared squares, some 0.8 MB, so a report of
+// many metrics would pass 5 MB; above it each map gets its own page.
+const mainMapsBudget = 3 << 20
+
+// groupMaps draws each metric's group-by-group heat map, once per links.
+func (l *htmlLinks) groupMaps(r *Report, groups []hostGroup) []string {
+	if l != nil && l.maps != nil {
+		return l.maps
+	}
+	f := r.Fleet
+	lag := lagFactorOf(f)
+	var maps []string
+	for _, m := range f.Matrices {
+		gm, pairs := groupMatrix(m, groups)
+		maps = append(maps, heatGrid(gm, lag, heatOptions{
+			axes: "initiator's group (row) &#8594; responder's group (column): the worst pair",
+			who: func(x, y int) string {
+				p := pairs[x][y]
+				if p.Cell == nil {
+					return groups[x].Name + " -> " + groups[y].Name
+				}
+				return fmt.Sprintf("%s -> %s, worst %s -> %s", groups[x].Name, groups[y].Name, f.Hosts[p.A].Name, f.Hosts[p.B].Name)
+			},
+			link: l.groupLink,
+		}))
+	}
+	if l != nil {
+		l.maps = maps
+	}
+	return maps
 }
 
 func (l *htmlLinks) groupLink(g int) string {
@@ -50,20 +87,17 @@ func largeFleetHTML(r *Report, links *htmlLinks) template.HTML {
 		b.WriteString(" Each group's name links to its page of every pair it initiates.")
 	}
 	b.WriteString("</p>\n")
-	for _, m := range f.Matrices {
-		gm, pairs := groupMatrix(m, groups)
-		b.WriteString(heatGrid(gm, lag, heatOptions{
-			axes: "initiator's group (row) &#8594; responder's group (column): the worst pair",
-			who: func(x, y int) string {
-				p := pairs[x][y]
-				if p.Cell == nil {
-					return groups[x].Name + " -> " + groups[y].Name
-				}
-				return fmt.Sprintf("%s -> %s, worst %s -> %s", groups[x].Name, groups[y].Name, f.Hosts[p.A].Name, f.Hosts[p.B].Name)
-			},
-			link: links.groupLink,
-		}))
-		b.WriteString("\n")
+	maps := links.groupMaps(r, groups)
+	if links != nil && links.mapFiles != nil {
+		b.WriteString("<p>The maps are too many for one page; each metric's is on its own:</p>\n<ul>\n")
+		for i, m := range f.Matrices {
+			fmt.Fprintf(&b, "<li><a href=\"%s\">%s</a></li>\n", esc(links.mapFiles[i]), esc(m.Metric))
+		}
+		b.WriteString("</ul>\n")
+	} else {
+		for _, m := range maps {
+			b.WriteString(m + "\n")
+		}
 	}
 	b.WriteString(suspectsTable(f.Suspects))
 	b.WriteString(setupTable(f.Setup))

@@ -256,34 +256,64 @@ func TestLargeHTMLPageBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 2,000-host report")
 	}
-	r := syntheticReport(2000)
-	dir := t.TempDir()
-	start := time.Now()
-	files, err := WriteHTML(filepath.Join(dir, "fleet.html"), r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
-	var largest, total int64
-	var largestName string
-	for _, f := range files {
-		st, err := os.Stat(f)
+	for _, metrics := range []int{3, 9} {
+		r := syntheticReport(2000)
+		if metrics > 3 {
+			// The maps' size is the groups', not the pairs': keep a
+			// pair per host and group (b = a mod 32) so every square is
+			// drawn and the group pages stay few.
+			for _, m := range r.Fleet.Matrices {
+				for a, row := range m.Cells {
+					for b := range row {
+						if b%32 != a%32 {
+							row[b] = nil
+						}
+					}
+				}
+			}
+		}
+		// More metrics share the first's cells: the page is as large,
+		// the test's memory is not.
+		for k := len(r.Fleet.Matrices); k < metrics; k++ {
+			m := r.Fleet.Matrices[1]
+			m.Metric = fmt.Sprintf("lat %d RTT p50", k)
+			r.Fleet.Matrices = append(r.Fleet.Matrices, m)
+		}
+		dir := t.TempDir()
+		start := time.Now()
+		files, err := WriteHTML(filepath.Join(dir, "fleet.html"), r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		total += st.Size()
-		if st.Size() > largest {
-			largest, largestName = st.Size(), filepath.Base(f)
+		took := time.Since(start)
+		var largest, total int64
+		var largestName string
+		maps := 0
+		for _, f := range files {
+			st, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += st.Size()
+			if st.Size() > largest {
+				largest, largestName = st.Size(), filepath.Base(f)
+			}
+			if strings.Contains(f, "-map-") {
+				maps++
+			}
 		}
-	}
-	main, _ := os.Stat(files[0])
-	t.Logf("2000 hosts: %d files, %.1f MB in all, the largest %s %.2f MB, the main page %.2f MB; written in %v",
-		len(files), float64(total)/1e6, largestName, float64(largest)/1e6, float64(main.Size())/1e6, took.Round(time.Millisecond))
-	if largest >= 5e6 {
-		t.Errorf("the largest page, %s, is %d bytes; want under 5 MB", largestName, largest)
-	}
-	if largest > htmlPageBudget && largestName != "fleet.html" {
-		t.Errorf("group page %s is %d bytes, over its budget %d", largestName, largest, htmlPageBudget)
+		main, _ := os.Stat(files[0])
+		t.Logf("2000 hosts, %d metrics: %d files (%d map pages), %.1f MB in all, the largest %s %.2f MB, the main page %.2f MB; written in %v",
+			metrics, len(files), maps, float64(total)/1e6, largestName, float64(largest)/1e6, float64(main.Size())/1e6, took.Round(time.Millisecond))
+		if largest >= 5e6 {
+			t.Errorf("%d metrics: the largest page, %s, is %d bytes; want under 5 MB", metrics, largestName, largest)
+		}
+		if largest > htmlPageBudget && largestName != "fleet.html" {
+			t.Errorf("%d metrics: page %s is %d bytes, over its budget %d", metrics, largestName, largest, htmlPageBudget)
+		}
+		if (maps > 0) != (metrics > 3) {
+			t.Errorf("%d metrics: %d map pages; want them only when the maps pass mainMapsBudget", metrics, maps)
+		}
 	}
 }
 
