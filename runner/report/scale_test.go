@@ -69,7 +69,7 @@ func largeFixture(t testing.TB, n int, groupBy string) *Report {
 	}
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	f := &Fleet{Source: "hostfile racks.hosts", Hosts: hosts, Pattern: fleet.AllPairs, LagFactor: fleet.DefaultLagFactor, GroupBy: groupBy,
-		Rounds: []Round{{Index: 0, Kind: fleet.Disjoint, Started: start, Finished: start.Add(40 * time.Minute)}}}
+		Rounds: []Round{{Index: 0, Kind: fleet.Disjoint, Pairs: []fleet.Pair{}, Started: start, Finished: start.Add(40 * time.Minute)}}}
 	if f.Groups, err = GroupHosts(hosts, groupBy); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func largeFixture(t testing.TB, n int, groupBy string) *Report {
 		t.Fatal(err)
 	}
 	r := &Report{Schema: Schema, Tool: "rdmarun test", Scenario: "large-fixture", File: "scenarios/large.yaml",
-		Peer: fmt.Sprintf("%d hosts", n), Started: start, Finished: start.Add(41 * time.Minute), Fleet: f}
+		Peer: fmt.Sprintf("%d hosts", n), Started: start, Finished: start.Add(41 * time.Minute), Fleet: f, Runs: []Run{}}
 	r.Summary = Summary{Runs: len(pairs) * 2, Passed: len(pairs)*2 - 1, Failed: 1}
 	return r
 }
@@ -365,4 +365,21 @@ func syntheticReport(n int) *Report {
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	return &Report{Schema: Schema, Tool: "rdmarun test", Scenario: "synthetic", Peer: fmt.Sprintf("%d hosts", n),
 		Started: start, Finished: start.Add(time.Hour), Fleet: f}
+}
+
+// TestLargeFleetJSONMatchesSchema: the grouping and the hosts' labels
+// are documented fields of the report's JSON.
+func TestLargeFleetJSONMatchesSchema(t *testing.T) {
+	var b bytes.Buffer
+	if err := JSON(&b, largeFixture(t, 100, "rack")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"group_by":"rack"`, `"groups":["r01"`, `"labels":{"rack":"r01"}`} {
+		if !strings.Contains(strings.Join(strings.Fields(b.String()), ""), want) {
+			t.Errorf("the JSON lacks %s", want)
+		}
+	}
+	if err := validateJSON(t, compileSchema(t), b.Bytes()); err != nil {
+		t.Fatalf("the large fleet's JSON does not match schema.json:\n%v", err)
+	}
 }
