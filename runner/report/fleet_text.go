@@ -179,7 +179,11 @@ func roundsLine(r *Report) string {
 	if f.Parallel > 0 {
 		s += fmt.Sprintf(" (parallel %d)", f.Parallel)
 	}
-	if len(f.Rounds) > 0 {
+	switch {
+	case len(f.Rounds) > 0 && len(r.Runs) == 0 && r.Summary.Runs > 0:
+		// A large fleet's runs are in its runs file, not here to add up.
+		s += fmt.Sprintf(", wall time %.3f s", wallSeconds(f))
+	case len(f.Rounds) > 0:
 		s += fmt.Sprintf(", wall time %.3f s against %.3f s for the runs one after another", wallSeconds(f), serialSeconds(r))
 	}
 	return s
