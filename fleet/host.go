@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/rdmarun/rdmarun/ctrl"
+	"github.com/rdmarun/rdmarun/internal/yamlerr"
 )
 
 // Host is one machine of a fleet, reached through its rdmarun serve.
@@ -24,6 +27,9 @@ type Host struct {
 	// serve's default device. Rail patterns pair Devices[i] with the
 	// Devices[i] of every other host.
 	Devices []string `json:"devices,omitempty"`
+	// Labels place the host for the outputs of a large fleet, which
+	// group hosts by one of them (group_by: rack): rack=r03, rail=1.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // DialAddr is the host:port to dial, with Addr's defaults applied.
@@ -41,12 +47,16 @@ func (h Host) DialAddr() string {
 //	node1
 //	node2:18521 devices=mlx5_0,mlx5_1
 //	[fd00::3]:18520 slots=8
+//	node17 rack=r03 rail=1
 //
 // A line is HOST, HOST:PORT, [IPV6]:PORT or a bare IPv6 address, then
-// optional key=value words: devices= (a comma list) and MPI's slots= and
+// optional key=value words: devices= (a comma list), MPI's slots= and
 // max_slots=, which are accepted so an MPI hostfile can be reused and
-// otherwise ignored. name is the file's name for errors, which read
-// NAME:LINE:COL: what is wrong; how to fix it.
+// otherwise ignored, and labels (any other key, see CheckLabel). A key
+// within a typo of devices=, slots= or max_slots= is refused rather than
+// taken for a label, so device=mlx5_0 does not silently test the default
+// device. name is the file's name for errors, which read NAME:LINE:COL:
+// what is wrong; how to fix it.
 func ParseHostfile(r io.Reader, name string) ([]Host, error) {
 	var hosts []Host
 	firstLine := map[string]int{} // dial address, lower case -> line
@@ -87,7 +97,9 @@ func ParseHostfile(r io.Reader, name string) ([]Host, error) {
 			case key == "slots" || key == "max_slots":
 				// MPI's process counts mean nothing to a serve.
 			default:
-				return nil, at(w, "unknown key %q; allowed: devices=, slots=, max_slots=", key)
+				if err := hostfileLabel(&h, key, value); err != nil {
+					return nil, at(w, "%v", err)
+				}
 			}
 		}
 		k := strings.ToLower(h.DialAddr())
@@ -248,6 +260,74 @@ func CheckHosts(hosts []Host) error {
 			}
 			seen[d] = true
 		}
+		for _, k := range slices.Sorted(maps.Keys(h.Labels)) {
+			if err := CheckLabel(k, h.Labels[k]); err != nil {
+				return fmt.Errorf("host %s: %v", h.Name, err)
+			}
+		}
 	}
 	return nil
 }
+
+// hostfileKeys are the keys a hostfile line gives that are not labels.
+var hostfileKeys = []string{"devices", "slots", "max_slots"}
+
+// maxLabelLen bounds a label's key and value: a label names a rack or a
+// switch for a heading, and a page of groups must stay small.
+const maxLabelLen = 63
+
+// hostfileLabel adds key=value of a hostfile line to h's labels.
+func hostfileLabel(h *Host, key, value string) error {
+	if near := yamlerr.Suggest(key, hostfileKeys); len(near) > 0 {
+		return fmt.Errorf("unknown key %q, too close to %s= to be taken for a label; did you mean %s=?", key, near[0], near[0])
+	}
+	if err := CheckLabel(key, value); err != nil {
+		return err
+	}
+	if _, dup := h.Labels[key]; dup {
+		return fmt.Errorf("label %s= given twice; give each label once", key)
+	}
+	if h.Labels == nil {
+		h.Labels = map[string]string{}
+	}
+	h.Labels[key] = value
+	return nil
+}
+
+// CheckLabel checks one host label. A key starts with a letter and holds
+// letters, digits, '_', '-' and '.'; a value holds those and ':' and '/',
+// so that either reads as one word in a hostfile, a heading or a file of
+// the HTML report, each at most 63 characters. devices, slots and
+// max_slots are a hostfile's own keys, never labels.
+func CheckLabel(key, value string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("a label with no key (=%s); write KEY=VALUE, such as rack=r03", value)
+	case slices.Contains(hostfileKeys, key):
+		return fmt.Errorf("%s is a hostfile key, not a label; name the label otherwise", key)
+	case len(key) > maxLabelLen:
+		return fmt.Errorf("label key %.20q... is %d characters; keep it to %d", key, len(key), maxLabelLen)
+	case !isLetter(rune(key[0])):
+		return fmt.Errorf("label key %q starts with %q; start it with a letter, as in rack=r03", key, key[0])
+	}
+	for _, c := range key {
+		if !isLetter(c) && !isDigit(c) && !strings.ContainsRune("_-.", c) {
+			return fmt.Errorf("label key %q has %q; a key holds letters, digits, '_', '-' and '.'", key, c)
+		}
+	}
+	switch {
+	case value == "":
+		return fmt.Errorf("label %s= has no value; write %s=VALUE, or leave it out", key, key)
+	case len(value) > maxLabelLen:
+		return fmt.Errorf("label %s= value is %d characters; keep it to %d", key, len(value), maxLabelLen)
+	}
+	for _, c := range value {
+		if !isLetter(c) && !isDigit(c) && !strings.ContainsRune("_-.:/", c) {
+			return fmt.Errorf("label %s=%s has %q; a value holds letters, digits, '_', '-', '.', ':' and '/'", key, value, c)
+		}
+	}
+	return nil
+}
+
+func isLetter(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isDigit(c rune) bool  { return c >= '0' && c <= '9' }

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -110,6 +112,9 @@ func TestCheckHosts(t *testing.T) {
 		{"same name", []Host{{Name: "a", Addr: "x"}, {Name: "a", Addr: "y"}}, "hosts 1 and 2 are both named a; names must be unique"},
 		{"same device", []Host{{Name: "a", Devices: []string{"x", "x"}}}, "host a lists device x twice; list each device once"},
 		{"empty device", []Host{{Name: "a", Devices: []string{""}}}, "host a has an empty device name; remove it or name the device"},
+		{"labels", []Host{{Name: "a", Labels: map[string]string{"rack": "r1", "rail": "0"}}}, ""},
+		{"bad label", []Host{{Name: "a", Labels: map[string]string{"rack": "r 1", "a-b": ""}}}, "host a: label a-b= has no value; write a-b=VALUE, or leave it out"},
+		{"reserved label", []Host{{Name: "a", Labels: map[string]string{"devices": "x"}}}, "host a: devices is a hostfile key, not a label; name the label otherwise"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckHosts(tc.hosts)
@@ -135,6 +140,7 @@ func FuzzParseHostfile(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte("a\nb:1 devices=x\n[::1]:2\n::2\n"))
+	f.Add([]byte("a rack=r1 rail=0\nb:1 devices=x rack=r1 sw=l/2\nc Devices=y\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		hosts, err := ParseHostfile(bytes.NewReader(data), "fuzz")
 		if err != nil {
@@ -155,6 +161,9 @@ func FuzzParseHostfile(f *testing.F) {
 			w.WriteString(h.Name)
 			if len(h.Devices) > 0 {
 				w.WriteString(" devices=" + strings.Join(h.Devices, ","))
+			}
+			for _, k := range slices.Sorted(maps.Keys(h.Labels)) {
+				w.WriteString(" " + k + "=" + h.Labels[k])
 			}
 			w.WriteString("\n")
 		}

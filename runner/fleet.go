@@ -20,6 +20,9 @@ type Fleet struct {
 	// are named, so that one flaky sample does not blame a node.
 	Confirm   int
 	LagFactor float64 // 0: fleet.DefaultLagFactor
+	// GroupBy is group_by:, the host label a large fleet's outputs group
+	// hosts by; "": blocks in list order (see report.GroupHosts).
+	GroupBy string
 
 	// AutoDevices is devices: auto: each host that lists no devices of
 	// its own tests on those its responder reports ACTIVE, in natural

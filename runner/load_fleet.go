@@ -16,7 +16,7 @@ import (
 
 // fleetKeys are the top-level keys that shape a fleet run; every one but
 // hosts: needs hosts:.
-var fleetKeys = []string{"hosts", "devices", "pattern", "both_directions", "pairs", "parallel", "confirm", "lag_factor"}
+var fleetKeys = []string{"hosts", "devices", "pattern", "both_directions", "pairs", "parallel", "confirm", "lag_factor", "group_by"}
 
 const (
 	allowedHosts   = "write a list such as [node1, node2:18521, {name: node3, addr: 10.0.0.3, devices: [mlx5_0]}], {file: PATH}, {dns: NAME, port: N}, {slurm: NODELIST} or slurm"
@@ -53,6 +53,7 @@ type fleetDraft struct {
 	pattern   *yaml.Node // nil: all-pairs by default, or a pattern: that was wrong
 	pairs     [][2]*yaml.Node
 	parallel  *yaml.Node
+	groupBy   *yaml.Node // the value of group_by:
 	// bad is set when a fleet key was wrong: the error is reported, and
 	// the pattern is not expanded, which would only add echoes of it.
 	bad bool
@@ -89,6 +90,8 @@ func (l *loader) parseFleetKey(key string, k, v *yaml.Node) {
 		f.Confirm, _ = l.int(v, key, 0, maxConfirm, allowedConfirm)
 	case "lag_factor":
 		f.LagFactor, _ = l.lagFactor(v)
+	case "group_by":
+		l.parseGroupBy(d, v)
 	}
 	if l.c.Count() > before {
 		d.bad = true
@@ -131,7 +134,7 @@ func (l *loader) parseHosts(d *fleetDraft, v *yaml.Node) {
 }
 
 // listHost reads one entry of an inline list: HOST[:PORT], or
-// {name, addr, devices}.
+// {name, addr, devices, labels}.
 func (l *loader) listHost(d *fleetDraft, n *yaml.Node) {
 	switch n.Kind {
 	case yaml.ScalarNode:
@@ -144,7 +147,7 @@ func (l *loader) listHost(d *fleetDraft, n *yaml.Node) {
 		l.errorf(n, "hosts", "want a host, not %s; write HOST, HOST:PORT, or {name: node3, addr: 10.0.0.3:18520, devices: [mlx5_0]}", yamlerr.Describe(n))
 		return
 	}
-	pairs := l.pairs(n, "hosts", []string{"name", "addr", "devices"})
+	pairs := l.pairs(n, "hosts", []string{"name", "addr", "devices", "labels"})
 	p, ok := pairs["name"]
 	if !ok {
 		l.errorf(n, "name", "missing; a host needs a name, as outputs show it: {name: node3, addr: 10.0.0.3:18520}")
@@ -173,12 +176,18 @@ func (l *loader) listHost(d *fleetDraft, n *yaml.Node) {
 			return
 		}
 	}
+	var labels map[string]string
+	if lv, ok := pairs["labels"]; ok {
+		if labels, ok = l.hostLabels(lv.v); !ok {
+			return
+		}
+	}
 	h, err := fleet.ParseHost(strings.TrimSpace(spec))
 	if err != nil {
 		l.errorf(at, key, "%v", err)
 		return
 	}
-	l.addHost(d, n, fleet.Host{Name: name, Addr: h.Addr, Devices: devices})
+	l.addHost(d, n, fleet.Host{Name: name, Addr: h.Addr, Devices: devices, Labels: labels})
 }
 
 func (l *loader) addListHost(d *fleetDraft, n *yaml.Node, spec string) {

@@ -35,6 +35,9 @@ func (l *loader) planFleet(d *fleetDraft, listed []fleet.Host) {
 		l.errorf(d.hostsAt(), "hosts", "%s%v", d.from(), err)
 		return
 	}
+	if !l.checkGrouping(d, hosts) {
+		return
+	}
 	at, key := d.pattern, "pattern"
 	if at == nil {
 		at, key = d.hosts, "hosts"

@@ -63,6 +63,15 @@ invalid-one-pair-keys.yaml:4:1: peer_device: does not go with hosts:; use device
 invalid-hostfile.yaml:2:15: hosts: testdata/fleet/duplicate.hosts:4:1: host node2:18520 is listed twice (lines 3 and 4); remove one`},
 		{file: "invalid-hostfile-missing.yaml", want: `
 invalid-hostfile-missing.yaml:3:9: hosts: cannot read the hostfile: open testdata/fleet/no-such.hosts: no such file or directory; a relative path starts at the scenario's directory`},
+		{file: "invalid-group-by-missing.yaml", want: `
+invalid-group-by-missing.yaml:5:5: hosts: host node3 has no label rack, which group_by: groups by; add labels: {rack: VALUE} to it, or group by another label`},
+		{file: "invalid-group-by-unknown.yaml", want: `
+invalid-group-by-unknown.yaml:3:11: group_by: the hosts of hostfile racks.hosts: no host has the label rak; the hosts' labels are rack, rail`},
+		{file: "invalid-labels.yaml", want: `
+invalid-labels.yaml:3:28: labels: label rack=r 1 has ' '; a value holds letters, digits, '_', '-', '.', ':' and '/'
+invalid-labels.yaml:4:27: labels: want a mapping of label to value, not a list; write labels: {rack: r03, rail: 1}
+invalid-labels.yaml:5:28: labels: slots is a hostfile key, not a label; name the label otherwise
+invalid-labels.yaml:6:11: group_by: label key "1rack" starts with '1'; start it with a letter, as in rack=r03; write a host label such as rack, given as rack=r03 after the host in a hostfile or labels: {rack: r03} in the host list`},
 		{file: "invalid-without-hosts.yaml", want: `
 invalid-without-hosts.yaml:3:1: pattern: applies to a fleet scenario only; add hosts: to run on a fleet, or remove pattern:
 invalid-without-hosts.yaml:4:1: confirm: applies to a fleet scenario only; add hosts: to run on a fleet, or remove confirm:`},
@@ -615,4 +624,44 @@ func checkFleetPlan(sc *Scenario) error {
 		return fmt.Errorf("the rounds hold %d pairs, the fleet %d", len(count), len(f.Pairs))
 	}
 	return nil
+}
+
+// TestLoadFleetGroupBy: labels from a hostfile and an inline list reach
+// the hosts, group_by: is kept, and the report records each host's group
+// only above report.LargeFleetHosts.
+func TestLoadFleetGroupBy(t *testing.T) {
+	dir := t.TempDir()
+	var hosts strings.Builder
+	for i := range 70 {
+		fmt.Fprintf(&hosts, "node%02d rack=r%d\n", i+1, i/10+1)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.hosts"), []byte(hosts.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scenario := "name: big\nhosts: {file: big.hosts}\npattern: ring\ngroup_by: rack\n" + fleetCase
+	if err := os.WriteFile(filepath.Join(dir, "big.yaml"), []byte(scenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := Load(filepath.Join(dir, "big.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by, groups := sc.Fleet.ReportGrouping()
+	if by != "rack" || len(groups) != 70 || groups[0] != "r1" || groups[69] != "r7" {
+		t.Errorf("grouping %q, %q; want rack, r1 ... r7 for 70 hosts", by, groups)
+	}
+	if got := sc.Fleet.Hosts[12].Labels["rack"]; got != "r2" {
+		t.Errorf("node13's rack %q, want r2", got)
+	}
+
+	small, err := Parse("small.yaml", []byte("name: s\nhosts: [{name: a, labels: {rack: r1, rail: 0}}, {name: b, labels: {rack: r2}}]\ngroup_by: rack\n"+fleetCase), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by, groups := small.Fleet.ReportGrouping(); by != "rack" || groups != nil {
+		t.Errorf("2 hosts: grouping %q, %q; want rack and no groups at this size", by, groups)
+	}
+	if l := small.Fleet.Hosts[0].Labels; len(l) != 2 || l["rail"] != "0" {
+		t.Errorf("host a's labels %v, want rack and rail", l)
+	}
 }

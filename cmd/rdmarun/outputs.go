@@ -227,10 +227,14 @@ func worse(a, b int) int {
 // write saves the reports; with several scenarios the file name gets the
 // scenario's name before its extension. "-" is stdout.
 func (o *outputs) write(stdout io.Writer, reports []*report.Report) error {
+	// A large fleet's HTML is several files (report.WriteHTML); on stdout
+	// it is the main page alone.
+	writeHTML := func(path string, rep *report.Report) error { _, err := report.WriteHTML(path, rep); return err }
 	for _, out := range []struct {
 		path  string
 		write func(io.Writer, *report.Report) error
-	}{{o.json, report.JSON}, {o.junit, report.JUnit}, {o.html, report.HTML}} {
+		file  func(string, *report.Report) error // writes the file(s) itself
+	}{{o.json, report.JSON, nil}, {o.junit, report.JUnit, nil}, {o.html, report.HTML, writeHTML}} {
 		if out.path == "" {
 			continue
 		}
@@ -238,6 +242,12 @@ func (o *outputs) write(stdout io.Writer, reports []*report.Report) error {
 			path := out.path
 			if path != "-" {
 				path = scenarioPath(path, rep.Scenario, len(reports) > 1)
+			}
+			if path != "-" && out.file != nil {
+				if err := out.file(path, rep); err != nil {
+					return err
+				}
+				continue
 			}
 			if err := writeOutput(stdout, path, func(w io.Writer) error { return out.write(w, rep) }); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmarun/rdmarun/internal/chromium"
 )
@@ -167,4 +168,56 @@ func TestFleetHeatMapFitsInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	chromium.Screenshot(t, page, "rdmarun-fleet-wide-screenshot.png", "FLEET_WIDE_SCREENSHOT", "1400,1200", 20000)
+}
+
+// TestLargeFleetHTMLInChromium: a 1,000-host report's main page and its
+// largest group page each come through Chromium's parser whole within
+// 10 s, no page error: a group-by-group heat map per metric on the main
+// page, every pair row on the group page.
+func TestLargeFleetHTMLInChromium(t *testing.T) {
+	r := syntheticReport(1000)
+	files, err := WriteHTML(filepath.Join(t.TempDir(), "fleet.html"), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	largest, size := "", int64(0)
+	for _, f := range files[1:] {
+		if st, err := os.Stat(f); err == nil && st.Size() > size {
+			largest, size = f, st.Size()
+		}
+	}
+	groups := len(groupsOf(r.Fleet))
+	for _, tc := range []struct {
+		page  string
+		count string
+		want  int
+	}{
+		{files[0], `<g class="cell `, len(r.Fleet.Matrices) * groups * groups},
+		// Both directions: each host has 999 rows; a page holds whole
+		// initiators but for the one it splits, at htmlPageBudget.
+		{largest, "<tr><td>node", -1},
+	} {
+		st, _ := os.Stat(tc.page)
+		start := time.Now()
+		dom := chromium.DOM(t, tc.page)
+		took := time.Since(start)
+		t.Logf("%s (%.2f MB): Chromium parsed it in %v", filepath.Base(tc.page), float64(st.Size())/1e6, took.Round(time.Millisecond))
+		if took > 10*time.Second {
+			t.Errorf("%s took %v to render, over 10 s", filepath.Base(tc.page), took)
+		}
+		if n := strings.Count(dom, tc.count); tc.want < 0 {
+			if n < 999 || n != strings.Count(string(must(os.ReadFile(tc.page))), tc.count) {
+				t.Errorf("%s: %d pair rows in the DOM, want the file's, at least one initiator's 999", filepath.Base(tc.page), n)
+			}
+		} else if n != tc.want {
+			t.Errorf("%s: %d of %q in the DOM, want %d", filepath.Base(tc.page), n, tc.count, tc.want)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -26,6 +26,15 @@ type Fleet struct {
 	// locked-memory limit, no device, an op the device cannot do):
 	// findings about those hosts, which judge no pair and blame no one.
 	Setup []SetupFinding `json:"setup,omitempty"`
+	// GroupBy is the host label (see fleet.Host.Labels) a large fleet's
+	// outputs group hosts by; empty: blocks of GroupBlockHosts hosts in
+	// list order (see GroupHosts).
+	GroupBy string `json:"group_by,omitempty"`
+	// Groups names each host's group, Groups[i] being Hosts[i]'s, for a
+	// fleet above LargeFleetHosts: the one grouping that the HTML, JUnit
+	// and text writers and later tools all read. Empty at or below
+	// LargeFleetHosts, whose outputs draw every pair.
+	Groups []string `json:"groups,omitempty"`
 }
 
 // SetupFinding is one host whose own set-up failed.

@@ -59,21 +59,35 @@ func cellText(c *fleet.Cell, u metricUnit) string {
 // how the rounds ran and the ranked suspects, since those answer the
 // question a fleet run asks (which host or link is bad). With tables
 // (Text) every run follows in a table per case, its pair first; without
-// (Compact) only the runs that failed or errored do.
+// (Compact) only the runs that failed or errored do. A matrix too wide
+// for a terminal gives way to a ranked list of the worst pairs (see
+// rankedText), and above LargeFleetHosts a summary of the groups takes
+// the runs' place.
 func fleetText(w io.Writer, r *Report, tables bool, o TextOptions) error {
 	f := r.Fleet
 	fmt.Fprintf(w, "scenario %s (%s), %d hosts from %s, pattern %s, %s\n", r.Scenario, r.File, len(f.Hosts), f.Source, f.Pattern, r.Tool)
 	fmt.Fprintf(w, "Latency in microseconds (RTT, the round trip); bandwidth in Gb/s (10^9 bit/s).\n")
 	fmt.Fprintf(w, "Matrices: rows initiate, columns respond; \"-\" where no pair ran. Marks: lag = over %gx worse than the fleet median, fail = the test failed, env = a host did not answer.\n", lagFactorOf(f))
-	for _, m := range f.Matrices {
-		if err := matrixText(w, m); err != nil {
+	if rankedText(f) {
+		if err := worstText(w, f); err != nil {
 			return err
+		}
+	} else {
+		for _, m := range f.Matrices {
+			if err := matrixText(w, m); err != nil {
+				return err
+			}
 		}
 	}
 	fmt.Fprintf(w, "\n%s\n", roundsLine(r))
 	suspectsText(w, f.Suspects)
 	setupText(w, f.Setup)
-	if tables {
+	if f.Large() {
+		// At this size the runs' detail is in the runs file.
+		if err := groupsText(w, f); err != nil {
+			return err
+		}
+	} else if tables {
 		for _, c := range r.Cases() {
 			if err := caseTable(w, c, o, []string{"pair", "round"}, pairCells); err != nil {
 				return err
@@ -165,7 +179,11 @@ func roundsLine(r *Report) string {
 	if f.Parallel > 0 {
 		s += fmt.Sprintf(" (parallel %d)", f.Parallel)
 	}
-	if len(f.Rounds) > 0 {
+	switch {
+	case len(f.Rounds) > 0 && len(r.Runs) == 0 && r.Summary.Runs > 0:
+		// A large fleet's runs are in its runs file, not here to add up.
+		s += fmt.Sprintf(", wall time %.3f s", wallSeconds(f))
+	case len(f.Rounds) > 0:
 		s += fmt.Sprintf(", wall time %.3f s against %.3f s for the runs one after another", wallSeconds(f), serialSeconds(r))
 	}
 	return s

@@ -18,8 +18,19 @@ import (
 // fleet report has a heat map per metric and the suspects first, and its
 // tables name each run's pair; it has no charts against message size,
 // whose lines would mix every pair's runs.
-func HTML(w io.Writer, r *Report) error {
-	page := htmlPage{R: r, SetupHeader: cmSetupHeader, Scaling: scalingHTML(r)}
+//
+// Above LargeFleetHosts a fleet's page has its groups instead (see
+// largeFleetHTML), and no runs; HTML writes that page alone, without the
+// groups' pages that WriteHTML writes beside it.
+func HTML(w io.Writer, r *Report) error { return htmlPage(w, r, nil) }
+
+// htmlPage writes the main page; links are a large fleet's group pages.
+func htmlPage(w io.Writer, r *Report, links *htmlLinks) error {
+	page := htmlDoc{R: r, SetupHeader: cmSetupHeader, Scaling: scalingHTML(r)}
+	if r.Fleet.Large() {
+		page.Fleet = largeFleetHTML(r, links)
+		return pageTmpl.Execute(w, page)
+	}
 	if r.Fleet != nil {
 		page.Fleet = fleetHTML(r)
 	}
@@ -51,7 +62,7 @@ func HTML(w io.Writer, r *Report) error {
 	return pageTmpl.Execute(w, page)
 }
 
-type htmlPage struct {
+type htmlDoc struct {
 	R           *Report
 	SetupHeader []string
 	Fleet       template.HTML // the heat maps and suspects of a fleet report

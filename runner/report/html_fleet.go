@@ -89,6 +89,22 @@ const denseAbove = 16
 
 // heatMap draws one metric as an SVG grid, hosts on both axes.
 func heatMap(m fleet.Matrix, lag float64) string {
+	return heatGrid(m, lag, heatOptions{axes: "initiator (row) &#8594; responder (column)"})
+}
+
+// heatOptions adapt heatGrid to a grid of groups: what the axes are, who
+// a cell stands for, and where a row's label links to.
+type heatOptions struct {
+	axes string // the line under the title, already HTML
+	// who names cell (a, b) for its tooltip; nil: "row -> column".
+	who func(a, b int) string
+	// link is row a's page, "" for none; nil: no links.
+	link func(a int) string
+}
+
+// heatGrid draws m as an SVG grid, m.Hosts (hosts or groups) on both
+// axes.
+func heatGrid(m fleet.Matrix, lag float64, o heatOptions) string {
 	u := unitOf(m)
 	longest := 0
 	for _, h := range m.Hosts {
@@ -113,11 +129,15 @@ func heatMap(m fleet.Matrix, lag float64) string {
 		median = u.show(m.Median) + " " + u.short
 	}
 	fmt.Fprintf(&b, `<text x="10" y="18" class="title">%s (fleet median %s)</text>`, esc(title), esc(median))
-	fmt.Fprintf(&b, `<text x="10" y="34" class="tick">initiator (row) &#8594; responder (column)</text>`)
+	fmt.Fprintf(&b, `<text x="10" y="34" class="tick">%s</text>`, o.axes)
 	for i, name := range m.Hosts {
 		x, y := left+cw*i+cw/2-4, top-6
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" transform="rotate(-45 %d %d)">%s</text>`, x, y, x, y, esc(name))
-		fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, left-6, top+ch*i+ch/2+4, esc(name))
+		row := fmt.Sprintf(`<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, left-6, top+ch*i+ch/2+4, esc(name))
+		if o.link != nil && o.link(i) != "" {
+			row = fmt.Sprintf(`<a href="%s">%s</a>`, esc(o.link(i)), row)
+		}
+		b.WriteString(row)
 	}
 	for a := range m.Hosts {
 		for bi := range m.Hosts {
@@ -125,7 +145,11 @@ func heatMap(m fleet.Matrix, lag float64) string {
 			if a < len(m.Cells) && bi < len(m.Cells[a]) {
 				c = m.Cells[a][bi]
 			}
-			b.WriteString(heatCell(m.Hosts[a], m.Hosts[bi], c, u, lag, left+cw*bi, top+ch*a, cw, ch, dense))
+			who := m.Hosts[a] + " -> " + m.Hosts[bi]
+			if o.who != nil {
+				who = o.who(a, bi)
+			}
+			b.WriteString(heatCell(who, c, u, lag, left+cw*bi, top+ch*a, cw, ch, dense))
 		}
 	}
 	heatLegend(&b, u, lag, top+ch*n+16, dense, !dense && suffixed(m, u))
@@ -135,18 +159,18 @@ func heatMap(m fleet.Matrix, lag float64) string {
 
 // heatCell is one pair: a coloured square, its value and status mark
 // (dense: the mark's first letter only), and a tooltip that says it all
-// in words.
-func heatCell(a, b string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h int, dense bool) string {
+// in words, starting with who.
+func heatCell(who string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h int, dense bool) string {
 	status, fill, value, mark := "none", colourNone, "-", ""
-	tip := fmt.Sprintf("%s -> %s: not run", a, b)
+	tip := who + ": not run"
 	if c != nil {
 		status = string(c.Status)
 		if c.Value > 0 {
 			value = cellValue(c.Value * u.scale)
-			tip = fmt.Sprintf("%s -> %s: %s %s, %.2fx the fleet median", a, b, u.show(c.Value), u.short, c.Ratio)
+			tip = fmt.Sprintf("%s: %s %s, %.2fx the fleet median", who, u.show(c.Value), u.short, c.Ratio)
 		} else {
 			value = ""
-			tip = fmt.Sprintf("%s -> %s: no value", a, b)
+			tip = who + ": no value"
 		}
 		switch c.Status {
 		case fleet.StatusOK, fleet.StatusLag:
@@ -158,7 +182,7 @@ func heatCell(a, b string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h 
 		}
 		if c.Status != fleet.StatusOK {
 			mark = status
-			tip += " (" + map[fleet.Status]string{fleet.StatusLag: "lag", fleet.StatusFail: "the test failed", fleet.StatusEnv: "a host did not answer"}[c.Status] + ")"
+			tip += " (" + statusWords[c.Status] + ")"
 		}
 	}
 	if value == "" && mark == "" {
@@ -187,6 +211,9 @@ func heatCell(a, b string, c *fleet.Cell, u metricUnit, lag float64, x, y, w, h 
 	s.WriteString(`</g>`)
 	return s.String()
 }
+
+// statusWords say a status for a tooltip or a table.
+var statusWords = map[fleet.Status]string{fleet.StatusLag: "lag", fleet.StatusFail: "the test failed", fleet.StatusEnv: "a host did not answer"}
 
 // cellValue is a value in its unit short enough for a cell, five
 // characters at most: two decimals below 100 as the tables print them,

@@ -27,8 +27,12 @@ func prop(name, value string) junitProperty { return junitProperty{Name: name, V
 // name). Failures quote the threshold and the values it saw, and carry
 // the doctor's findings on both ends in their system-out. A fleet
 // run's suspects go into every suite's properties and system-out, where
-// CI shows them beside the failing pairs.
+// CI shows them beside the failing pairs. Above LargeFleetHosts a fleet
+// has one testcase per host instead (see junitLarge).
 func JUnit(w io.Writer, r *Report) error {
+	if r.Fleet.Large() {
+		return junitLarge(w, r)
+	}
 	out := junitSuites{Name: r.Scenario, Time: seconds(r.Finished.Sub(r.Started).Seconds())}
 	for _, c := range r.Cases() {
 		s := junitSuite{Name: r.Scenario + "." + c.Name, Timestamp: r.Started.UTC().Format("2006-01-02T15:04:05Z")}
