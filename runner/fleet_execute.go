@@ -148,6 +148,7 @@ func ExecuteFleet(ctx context.Context, sc *Scenario, relay Relay, opt Options) (
 	}
 
 	rep := c.rep
+	rep.Fleet.GroupBy, rep.Fleet.Groups = fl.ReportGrouping()
 	rep.Finished = time.Now()
 	rep.Tally()
 	var err error
