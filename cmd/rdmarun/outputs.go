@@ -307,16 +307,5 @@ func writeOutput(stdout io.Writer, path string, write func(io.Writer) error) err
 	if path == "-" {
 		return write(stdout)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return report.WriteFile(path, write)
 }

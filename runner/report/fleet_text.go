@@ -137,13 +137,19 @@ func pairText(p *PairRun) string {
 	return s
 }
 
-func matrixText(w io.Writer, m fleet.Matrix) error {
-	u := unitOf(m)
+// matrixHeading names a matrix's metric, unit and fleet median, above
+// its table or its ranked list.
+func matrixHeading(w io.Writer, m fleet.Matrix, u metricUnit) {
 	median := "none measured"
 	if m.Median > 0 {
 		median = u.show(m.Median) + " " + u.short
 	}
 	fmt.Fprintf(w, "\n%s, %s (fleet median %s)\n", m.Metric, u.long, median)
+}
+
+func matrixText(w io.Writer, m fleet.Matrix) error {
+	u := unitOf(m)
+	matrixHeading(w, m, u)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "initiator \\ responder\t")
 	for _, h := range m.Hosts {

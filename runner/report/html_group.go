@@ -33,7 +33,7 @@ const pageReserve = 1024
 // go on to a second page.
 func WriteHTML(path string, r *Report) ([]string, error) {
 	if r.Fleet == nil || !r.Fleet.Large() {
-		return []string{path}, writeFile(path, func(w io.Writer) error { return HTML(w, r) })
+		return []string{path}, WriteFile(path, func(w io.Writer) error { return HTML(w, r) })
 	}
 	dir, base := filepath.Split(path)
 	stem := strings.TrimSuffix(base, filepath.Ext(base))
@@ -46,11 +46,13 @@ func WriteHTML(path string, r *Report) ([]string, error) {
 	if err != nil {
 		return pages, err
 	}
-	err = writeFile(path, func(w io.Writer) error { return htmlPage(w, r, links) })
+	err = WriteFile(path, func(w io.Writer) error { return htmlPage(w, r, links) })
 	return append([]string{path}, pages...), err
 }
 
-func writeFile(path string, write func(io.Writer) error) error {
+// WriteFile creates the file at path and writes it with write, the
+// error naming the file: one way for every output file.
+func WriteFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -82,7 +84,7 @@ func writeMapPages(dir, stem, main string, r *Report, links *htmlLinks) ([]strin
 		links.mapFiles = append(links.mapFiles, name)
 		path := filepath.Join(dir, name)
 		files = append(files, path)
-		err := writeFile(path, func(w io.Writer) error {
+		err := WriteFile(path, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>rdmarun: %s: %s</title>
 <style>body{font-family:system-ui,sans-serif;margin:2em;color:#222}svg.heatmap{border:1px solid #ddd}.axis{stroke:#444}.tick{font-size:11px;fill:#444}.title{font-size:13px;font-weight:bold}.legend{font-size:11px}.heatmap .val{font-size:12px;text-anchor:middle}.heatmap .mark{font-size:10px;font-weight:bold;text-anchor:middle}</style></head><body>
@@ -224,7 +226,7 @@ func (p *groupPager) flush(more bool) error {
 	name := groupPageName(p.stem, p.g, p.part)
 	path := filepath.Join(p.dir, name)
 	p.files = append(p.files, path)
-	return writeFile(path, func(w io.Writer) error { _, err := w.Write(p.buf.Bytes()); return err })
+	return WriteFile(path, func(w io.Writer) error { _, err := w.Write(p.buf.Bytes()); return err })
 }
 
 // tableHead heads an initiator's table: the responder, then a value and

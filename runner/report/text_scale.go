@@ -58,11 +58,7 @@ func worstText(w io.Writer, f *Fleet) error {
 	fmt.Fprintf(w, "\nThe matrices are too wide to print: per metric the %d worst pairs, the most severe status first (env, fail, lag, ok), then by ratio to the fleet median (above 1 is worse).\n", worstListed)
 	for _, m := range f.Matrices {
 		u := unitOf(m)
-		median := "none measured"
-		if m.Median > 0 {
-			median = u.show(m.Median) + " " + u.short
-		}
-		fmt.Fprintf(w, "\n%s, %s (fleet median %s)\n", m.Metric, u.long, median)
+		matrixHeading(w, m, u)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "rank\tinitiator\tresponder\tvalue\tstatus\tx median\t")
 		for i, p := range worstPairs(m, worstListed) {
